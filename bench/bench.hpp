@@ -1,0 +1,93 @@
+// bench/bench.hpp — the framework of shoal-bench: workloads register themselves, report rows, and the main program
+// prints one table and, with --json, one record per row.
+//
+// Every row is a ratio measured in one run: shoal's value beside a baseline that does the same work (plain MPI
+// written the obvious way, or the sequential per-core limit). `ratio` is oriented so that higher is better for shoal.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shoal/core.hpp"
+
+namespace shoal::bench {
+
+enum class better { higher, lower };
+
+struct row {
+  std::string workload;
+  std::string operation;
+  std::string variant;
+  int ranks = 0;
+  double value = 0;
+  std::string unit;
+  std::string baseline;
+  double baseline_value = 0;
+  double ratio = 0;
+};
+
+class context {
+ public:
+  context(std::string workload, std::size_t size, bool terminal) : workload_(std::move(workload)), size_(size),
+                                                                   terminal_(terminal) {}
+
+  /// The --size given on the command line, or `fallback` when none was (workloads define what it counts).
+  std::size_t size_or(std::size_t fallback) const { return size_ ? size_ : fallback; }
+
+  /// Records one row (rank 0 keeps it). `b` says whether a larger value is better (rates) or a smaller one (times).
+  void report(const std::string& operation, const std::string& variant, double value, const std::string& unit,
+              const std::string& baseline, double baseline_value, better b = better::higher);
+
+  /// A progress line on the terminal (rank 0, only when stdout is a terminal).
+  void progress(const std::string& what) const;
+
+  /// Prefix added to every variant (shoal-bench sets it to the RMA path for workloads run on both paths).
+  void set_variant_prefix(std::string prefix) { prefix_ = std::move(prefix); }
+
+  std::vector<row>& rows() { return rows_; }
+
+ private:
+  std::string workload_;
+  std::size_t size_;
+  bool terminal_;
+  std::string prefix_;
+  std::vector<row> rows_;
+};
+
+struct workload {
+  std::string name;
+  std::string description;
+  std::function<void(context&)> run;
+  bool on_both_paths = false;  // run once on the shared-memory path and once on the MPI RMA path
+};
+
+std::vector<workload>& registry();
+
+struct registrar {
+  registrar(std::string name, std::string description, std::function<void(context&)> run, bool on_both_paths = false) {
+    registry().push_back({std::move(name), std::move(description), std::move(run), on_both_paths});
+  }
+};
+
+// ---- timing ----------------------------------------------------------------------------------------------------
+
+inline double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Collective: runs fn on every rank between two barriers and returns the slowest rank's seconds.
+inline double timed(const std::function<void()>& fn) {
+  shoal::barrier();
+  const double t0 = now();
+  fn();
+  const double mine = now() - t0;
+  return shoal::allreduce(mine, shoal::op::max{});
+}
+
+/// Collective: the median over `reps` repetitions of timed(fn).
+double median_timed(int reps, const std::function<void()>& fn);
+
+}  // namespace shoal::bench

@@ -1,0 +1,10 @@
+# The libraries shoal's headers need; used by the build tree and by the installed package config alike.
+find_package(MPI REQUIRED COMPONENTS CXX)
+find_package(cereal REQUIRED)
+find_package(absl REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SHOAL_XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+if(NOT TARGET shoal::xxhash)
+  add_library(shoal::xxhash INTERFACE IMPORTED)
+  set_target_properties(shoal::xxhash PROPERTIES INTERFACE_LINK_LIBRARIES PkgConfig::SHOAL_XXHASH)
+endif()

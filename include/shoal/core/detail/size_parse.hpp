@@ -1,0 +1,78 @@
+// shoal/core/detail/size_parse.hpp — read sizes such as "512M" from settings.
+#pragma once
+
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "shoal/core/error.hpp"
+
+namespace shoal::detail {
+
+/// Parses "4096", "64K", "512M", "2G" (binary multiples, optional trailing "B"/"iB"). Throws usage_error naming
+/// `setting` on malformed text.
+inline std::size_t parse_size(std::string_view text, std::string_view setting) {
+  std::size_t i = 0;
+  std::uint64_t value = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    ++i;
+  }
+  if (i == 0) {
+    throw usage_error(std::string(setting) + "=\"" + std::string(text) +
+                      "\" is not a size; write e.g. 4096, 64K, 512M or 2G");
+  }
+  std::string_view rest = text.substr(i);
+  std::uint64_t mult = 1;
+  if (!rest.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(rest[0]))) {
+      case 'K': mult = 1ull << 10; break;
+      case 'M': mult = 1ull << 20; break;
+      case 'G': mult = 1ull << 30; break;
+      case 'T': mult = 1ull << 40; break;
+      case 'B': mult = 1; break;
+      default:
+        throw usage_error(std::string(setting) + "=\"" + std::string(text) +
+                          "\" has an unknown unit; use K, M, G or T");
+    }
+    rest.remove_prefix(1);
+    if (rest == "iB" || rest == "ib" || rest == "B" || rest == "b") rest = {};
+    if (!rest.empty()) {
+      throw usage_error(std::string(setting) + "=\"" + std::string(text) + "\" has trailing characters");
+    }
+  }
+  return static_cast<std::size_t>(value * mult);
+}
+
+/// The value of environment variable `name` parsed as a size, if set and non-empty.
+inline std::optional<std::size_t> env_size(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return parse_size(v, name);
+}
+
+/// True when environment variable `name` is set to something other than "", "0", "false", "no", "off".
+inline bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return false;
+  std::string s(v);
+  return !(s.empty() || s == "0" || s == "false" || s == "no" || s == "off" || s == "FALSE" || s == "OFF");
+}
+
+/// Human-readable size: "512 MiB".
+inline std::string format_size(std::size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = static_cast<double>(bytes);
+  while (v >= 1024.0 && u < 4 && (bytes % (1ull << (10 * (u + 1)))) == 0) {
+    v /= 1024.0;
+    ++u;
+  }
+  if (u == 0 && bytes >= 1024) return std::to_string(bytes) + " B";
+  return std::to_string(static_cast<std::uint64_t>(v)) + " " + units[u];
+}
+
+}  // namespace shoal::detail

@@ -1,0 +1,305 @@
+// shoal/core/rma.hpp — one-sided reads, writes and atomics on global pointers.
+//
+// Cost of each call (R remote read, W remote write, A remote atomic; "flush" = MPI_Win_flush on the MPI path, a
+// memory fence on the shared-memory path):
+//   get(p) / get(p, dst, n)            R + flush_local  blocking; the value is here on return
+//   put(p, v) / put(p, src, n)         W + flush        blocking; the write is complete at the target on return
+//   async_get / async_put              R or W           future ready when the local buffer is filled / reusable;
+//                                                       an async_put is visible to others after flush / barrier
+//   fetch_add, fetch_and, fetch_or,    A + flush        blocking; returns the old value
+//   fetch_xor, exchange,
+//   compare_exchange(p, expected, desired)  A + flush   returns the old value (success iff old == expected)
+//   atomic_load / atomic_store         A + flush        never torn, ordered with the other atomics on the word
+//   flush(rank) / flush_all()          completes every earlier async operation to that rank / to all ranks
+//
+// Memory-model rules (docs/core.md): every word that is accessed with atomics must only be accessed with shoal
+// atomics (never with get/put or local() at the same time); the path — CPU atomics on shared memory or MPI atomics —
+// is fixed for the whole run, so the two never mix on a word. Plain get/put of data that another rank writes
+// concurrently reads or writes bytes without atomicity; publish data with an atomic flag after a put.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "shoal/core/detail/mpi_check.hpp"
+#include "shoal/core/detail/mpi_type.hpp"
+#include "shoal/core/detail/runtime.hpp"
+#include "shoal/core/future.hpp"
+#include "shoal/core/global_ptr.hpp"
+#include "shoal/core/heap.hpp"
+
+namespace shoal {
+
+namespace detail {
+
+/// Range checks on ranks and segment bounds; compiled in with SHOAL_CHECKS (Debug builds).
+inline void check_access([[maybe_unused]] const runtime& r, [[maybe_unused]] std::uint64_t raw,
+                         [[maybe_unused]] std::size_t bytes, [[maybe_unused]] const char* call) {
+#ifdef SHOAL_CHECKS
+  auto p = global_ptr<std::byte>::from_raw(raw);
+  if (p.is_null()) throw usage_error(std::string("shoal::") + call + ": null global pointer");
+  if (p.rank() < 0 || p.rank() >= r.size) {
+    throw usage_error(std::string("shoal::") + call + ": rank " + std::to_string(p.rank()) + " is outside [0, " +
+                      std::to_string(r.size) + ")");
+  }
+  if (p.offset() + bytes > r.segment_size) {
+    throw usage_error(std::string("shoal::") + call + ": bytes [" + std::to_string(p.offset()) + ", " +
+                      std::to_string(p.offset() + bytes) + ") lie outside the segment of " +
+                      std::to_string(r.segment_size) + " bytes (SHOAL_HEAP_SIZE)");
+  }
+#endif
+}
+
+inline std::byte* shared_address(const runtime& r, int rank, std::size_t offset) {
+  return r.peer_base[static_cast<std::size_t>(rank)] + offset;
+}
+
+inline void mpi_get_bytes(const runtime& r, void* dst, int rank, std::size_t offset, std::size_t bytes) {
+  constexpr std::size_t chunk = std::size_t{1} << 30;
+  auto* d = static_cast<char*>(dst);
+  for (std::size_t done = 0; done < bytes; done += chunk) {
+    const int n = static_cast<int>(std::min(chunk, bytes - done));
+    SHOAL_MPI(MPI_Get(d + done, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, r.win));
+  }
+}
+
+inline void mpi_put_bytes(const runtime& r, const void* src, int rank, std::size_t offset, std::size_t bytes) {
+  constexpr std::size_t chunk = std::size_t{1} << 30;
+  const auto* s = static_cast<const char*>(src);
+  for (std::size_t done = 0; done < bytes; done += chunk) {
+    const int n = static_cast<int>(std::min(chunk, bytes - done));
+    SHOAL_MPI(MPI_Put(s + done, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, r.win));
+  }
+}
+
+/// Future state completed by an MPI request (Rget / Rput); owns the value for single-element operations.
+template <class V>
+struct request_state : future_state<V> {
+  MPI_Request req = MPI_REQUEST_NULL;
+  V buffer{};
+  bool test() override {
+    if (this->done) return true;
+    int flag = 0;
+    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (flag) this->set_value(std::move(buffer));
+    return flag != 0;
+  }
+  ~request_state() override {
+    if (req != MPI_REQUEST_NULL) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  }
+};
+
+template <class T, class Fn>
+T atomic_op(global_ptr<T> p, const char* name, Fn&& cpu, MPI_Op mop, T operand) {
+  auto& r = rt();
+  check_access(r, p.raw(), sizeof(T), name);
+  if (r.path == rma_path::shared_memory) {
+    std::atomic_ref<T> ref(*reinterpret_cast<T*>(shared_address(r, p.rank(), p.offset())));
+    return cpu(ref, operand);
+  }
+  T result;
+  SHOAL_MPI(MPI_Fetch_and_op(&operand, &result, mpi_type<T>(), p.rank(), static_cast<MPI_Aint>(p.offset()), mop,
+                             r.win));
+  SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
+  return result;
+}
+
+}  // namespace detail
+
+// ---- reads -----------------------------------------------------------------------------------------------------
+
+/// Reads n elements at p into dst. Blocking.
+template <class T>
+  requires remote_storable<std::remove_const_t<T>>
+void get(global_ptr<T> p, std::remove_const_t<T>* dst, std::size_t n) {
+  auto& r = detail::rt();
+  const std::size_t bytes = n * sizeof(T);
+  detail::check_access(r, p.raw(), bytes, "get");
+  if (r.path == rma_path::shared_memory) {
+    std::memcpy(dst, detail::shared_address(r, p.rank(), p.offset()), bytes);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return;
+  }
+  detail::mpi_get_bytes(r, dst, p.rank(), p.offset(), bytes);
+  SHOAL_MPI(MPI_Win_flush_local(p.rank(), r.win));
+}
+
+/// Reads the element at p. Blocking.
+template <class T>
+  requires remote_storable<std::remove_const_t<T>>
+std::remove_const_t<T> get(global_ptr<T> p) {
+  std::remove_const_t<T> v;
+  get(p, &v, 1);
+  return v;
+}
+
+/// Starts reading n elements at p into dst; dst must stay alive until the future is ready.
+template <class T>
+  requires remote_storable<std::remove_const_t<T>>
+future<void> async_get(global_ptr<T> p, std::remove_const_t<T>* dst, std::size_t n) {
+  auto& r = detail::rt();
+  const std::size_t bytes = n * sizeof(T);
+  detail::check_access(r, p.raw(), bytes, "async_get");
+  if (r.path == rma_path::shared_memory || bytes > INT_MAX) {
+    get(p, dst, n);
+    return make_ready_future();
+  }
+  auto s = std::make_shared<detail::request_state<detail::empty_value>>();
+  SHOAL_MPI(MPI_Rget(dst, static_cast<int>(bytes), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
+                     static_cast<int>(bytes), MPI_BYTE, r.win, &s->req));
+  return future<void>(std::move(s));
+}
+
+/// Starts reading the element at p.
+template <class T>
+  requires remote_storable<std::remove_const_t<T>>
+future<std::remove_const_t<T>> async_get(global_ptr<T> p) {
+  using U = std::remove_const_t<T>;
+  auto& r = detail::rt();
+  if (r.path == rma_path::shared_memory) return make_ready_future(get(p));
+  detail::check_access(r, p.raw(), sizeof(U), "async_get");
+  auto s = std::make_shared<detail::request_state<U>>();
+  SHOAL_MPI(MPI_Rget(&s->buffer, static_cast<int>(sizeof(U)), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
+                     static_cast<int>(sizeof(U)), MPI_BYTE, r.win, &s->req));
+  return future<U>(std::move(s));
+}
+
+// ---- writes ----------------------------------------------------------------------------------------------------
+
+/// Writes n elements from src to p. Blocking: complete at the target on return.
+template <remote_storable T>
+void put(global_ptr<T> p, const T* src, std::size_t n) {
+  auto& r = detail::rt();
+  const std::size_t bytes = n * sizeof(T);
+  detail::check_access(r, p.raw(), bytes, "put");
+  if (r.path == rma_path::shared_memory) {
+    std::atomic_thread_fence(std::memory_order_release);
+    std::memcpy(detail::shared_address(r, p.rank(), p.offset()), src, bytes);
+    std::atomic_thread_fence(std::memory_order_release);
+    return;
+  }
+  detail::mpi_put_bytes(r, src, p.rank(), p.offset(), bytes);
+  SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
+}
+
+/// Writes value to p. Blocking.
+template <remote_storable T>
+void put(global_ptr<T> p, const T& value) {
+  put(p, &value, 1);
+}
+
+/// Starts writing n elements from src to p; src must stay alive until the future is ready. Visible to other ranks
+/// after flush(p.rank()), flush_all() or a barrier.
+template <remote_storable T>
+future<void> async_put(global_ptr<T> p, const T* src, std::size_t n) {
+  auto& r = detail::rt();
+  const std::size_t bytes = n * sizeof(T);
+  detail::check_access(r, p.raw(), bytes, "async_put");
+  if (r.path == rma_path::shared_memory || bytes > INT_MAX) {
+    put(p, src, n);
+    return make_ready_future();
+  }
+  auto s = std::make_shared<detail::request_state<detail::empty_value>>();
+  SHOAL_MPI(MPI_Rput(src, static_cast<int>(bytes), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
+                     static_cast<int>(bytes), MPI_BYTE, r.win, &s->req));
+  return future<void>(std::move(s));
+}
+
+/// Starts writing value to p (the value is copied; nothing must stay alive).
+template <remote_storable T>
+future<void> async_put(global_ptr<T> p, const T& value) {
+  auto& r = detail::rt();
+  if (r.path == rma_path::shared_memory) {
+    put(p, value);
+    return make_ready_future();
+  }
+  detail::check_access(r, p.raw(), sizeof(T), "async_put");
+  // The value travels inside the state, whose buffer outlives the request.
+  struct put_state : detail::request_state<detail::empty_value> {
+    T value;
+  };
+  auto s = std::make_shared<put_state>();
+  s->value = value;
+  SHOAL_MPI(MPI_Rput(&s->value, static_cast<int>(sizeof(T)), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
+                     static_cast<int>(sizeof(T)), MPI_BYTE, r.win, &s->req));
+  return future<void>(std::move(s));
+}
+
+// ---- completion ------------------------------------------------------------------------------------------------
+
+/// Completes every earlier operation of this rank to `target` (remotely).
+inline void flush(int target) {
+  auto& r = detail::rt();
+  if (r.path == rma_path::shared_memory) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return;
+  }
+  SHOAL_MPI(MPI_Win_flush(target, r.win));
+}
+
+/// Completes every earlier operation of this rank to every rank.
+inline void flush_all() {
+  auto& r = detail::rt();
+  if (r.path == rma_path::shared_memory) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return;
+  }
+  SHOAL_MPI(MPI_Win_flush_all(r.win));
+}
+
+// ---- atomics on 32- and 64-bit integers ----------------------------------------------------------------------
+
+template <atomic_integer T>
+T fetch_add(global_ptr<T> p, T v) {
+  return detail::atomic_op(p, "fetch_add", [](std::atomic_ref<T>& a, T x) { return a.fetch_add(x); }, MPI_SUM, v);
+}
+template <atomic_integer T>
+T fetch_and(global_ptr<T> p, T v) {
+  return detail::atomic_op(p, "fetch_and", [](std::atomic_ref<T>& a, T x) { return a.fetch_and(x); }, MPI_BAND, v);
+}
+template <atomic_integer T>
+T fetch_or(global_ptr<T> p, T v) {
+  return detail::atomic_op(p, "fetch_or", [](std::atomic_ref<T>& a, T x) { return a.fetch_or(x); }, MPI_BOR, v);
+}
+template <atomic_integer T>
+T fetch_xor(global_ptr<T> p, T v) {
+  return detail::atomic_op(p, "fetch_xor", [](std::atomic_ref<T>& a, T x) { return a.fetch_xor(x); }, MPI_BXOR, v);
+}
+template <atomic_integer T>
+T exchange(global_ptr<T> p, T v) {
+  return detail::atomic_op(p, "exchange", [](std::atomic_ref<T>& a, T x) { return a.exchange(x); }, MPI_REPLACE, v);
+}
+template <atomic_integer T>
+T atomic_load(global_ptr<T> p) {
+  return detail::atomic_op(p, "atomic_load", [](std::atomic_ref<T>& a, T) { return a.load(); }, MPI_NO_OP, T{});
+}
+template <atomic_integer T>
+void atomic_store(global_ptr<T> p, T v) {
+  detail::atomic_op(p, "atomic_store", [](std::atomic_ref<T>& a, T x) { a.store(x); return x; }, MPI_REPLACE, v);
+}
+
+/// If *p == expected, stores desired. Returns the value *p held before (the swap happened iff it equals expected).
+template <atomic_integer T>
+T compare_exchange(global_ptr<T> p, T expected, T desired) {
+  auto& r = detail::rt();
+  detail::check_access(r, p.raw(), sizeof(T), "compare_exchange");
+  if (r.path == rma_path::shared_memory) {
+    std::atomic_ref<T> ref(*reinterpret_cast<T*>(detail::shared_address(r, p.rank(), p.offset())));
+    ref.compare_exchange_strong(expected, desired);
+    return expected;
+  }
+  T result;
+  SHOAL_MPI(MPI_Compare_and_swap(&desired, &expected, &result, detail::mpi_type<T>(), p.rank(),
+                                 static_cast<MPI_Aint>(p.offset()), r.win));
+  SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
+  return result;
+}
+
+}  // namespace shoal

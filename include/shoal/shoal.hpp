@@ -1,0 +1,4 @@
+// shoal/shoal.hpp — everything shoal offers.
+#pragma once
+
+#include "shoal/core.hpp"

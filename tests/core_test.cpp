@@ -1,0 +1,302 @@
+// Tests of the core runtime: heap, global pointers, get/put, atomics, collectives, futures, errors.
+// Registered twice: on the path chosen at start and with SHOAL_FORCE_MPI=1 (see tests/CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "shoal/core.hpp"
+#include "shoal_test.hpp"
+
+namespace {
+
+int me() { return shoal::rank(); }
+int np() { return shoal::size(); }
+int right() { return (me() + 1) % np(); }
+int left() { return (me() + np() - 1) % np(); }
+
+TEST(Environment, PathMatchesSetting) {
+  const bool forced = std::getenv("SHOAL_FORCE_MPI") != nullptr;
+  if (forced) {
+    EXPECT_EQ(shoal::current_rma_path(), shoal::rma_path::mpi);
+  } else {
+    // Tests run on one node, so the shared-memory path is chosen.
+    EXPECT_EQ(shoal::current_rma_path(), shoal::rma_path::shared_memory);
+  }
+  EXPECT_EQ(shoal::node_team().size(), np());
+  EXPECT_EQ(shoal::world().rank(), me());
+  EXPECT_THROW(shoal::environment{}, shoal::usage_error);
+}
+
+TEST(GlobalPtr, ArithmeticComparisonNull) {
+  shoal::global_ptr<int> null;
+  EXPECT_TRUE(null.is_null());
+  EXPECT_FALSE(static_cast<bool>(null));
+  EXPECT_EQ(null, nullptr);
+  shoal::global_ptr<std::int64_t> p(3, 128);
+  EXPECT_EQ(p.rank(), 3);
+  EXPECT_EQ(p.offset(), 128u);
+  auto q = p + 4;
+  EXPECT_EQ(q.offset(), 128u + 32u);
+  EXPECT_EQ(q - p, 4);
+  EXPECT_LT(p, q);
+  --q;
+  EXPECT_EQ(q.offset(), 128u + 24u);
+  shoal::global_ptr<const std::int64_t> c = p;
+  EXPECT_EQ(c.raw(), p.raw());
+  EXPECT_EQ(shoal::global_ptr<int>::from_raw(p.raw()).rank(), 3);
+  shoal::global_ptr<int> r0(0, 64);
+  EXPECT_FALSE(r0.is_null());
+}
+
+TEST(Heap, AllocateLocalAndFree) {
+  auto p = shoal::allocate<double>(100);
+  ASSERT_FALSE(p.is_null());
+  EXPECT_EQ(p.rank(), me());
+  EXPECT_TRUE(p.is_local());
+  double* local = p.local();
+  for (int i = 0; i < 100; ++i) local[i] = i;
+  EXPECT_EQ(shoal::get(p + 99), 99.0);
+  const auto used = shoal::heap_in_use();
+  EXPECT_GE(used, 800u);
+  shoal::deallocate(p);
+  EXPECT_EQ(shoal::heap_in_use(), used - 800);
+  EXPECT_THROW(shoal::deallocate(p), shoal::usage_error);
+}
+
+TEST(Heap, ExhaustionNamesTheSetting) {
+  try {
+    (void)shoal::allocate<char>(shoal::heap_capacity() * 2);
+    FAIL() << "expected heap_exhausted";
+  } catch (const shoal::heap_exhausted& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("SHOAL_HEAP_SIZE"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank"), std::string::npos) << what;
+  }
+  // Nothing was lost: the heap still serves allocations.
+  auto p = shoal::allocate<int>(16);
+  EXPECT_FALSE(p.is_null());
+  shoal::deallocate(p);
+}
+
+TEST(Heap, CollectiveExhaustionIsCollective) {
+  const std::size_t n = me() == 0 ? shoal::heap_capacity() * 2 : 8;
+  EXPECT_THROW((void)shoal::allocate_collective<char>(n), shoal::heap_exhausted);
+  shoal::barrier();
+}
+
+TEST(Heap, ReuseAfterFreeCoalesces) {
+  std::vector<shoal::global_ptr<char>> blocks;
+  for (int i = 0; i < 64; ++i) blocks.push_back(shoal::allocate<char>(1000));
+  for (auto& b : blocks) shoal::deallocate(b);
+  auto big = shoal::allocate<char>(60000);  // fits only if the freed blocks were merged back
+  EXPECT_FALSE(big.is_null());
+  shoal::deallocate(big);
+}
+
+TEST(Heap, ForeignPointerErrors) {
+  if (np() < 2) GTEST_SKIP() << "needs two ranks";
+  auto ptrs = shoal::allocate_collective<int>(4);
+  EXPECT_THROW((void)ptrs[static_cast<std::size_t>(right())].local(), shoal::usage_error);
+  EXPECT_THROW(shoal::deallocate(ptrs[static_cast<std::size_t>(right())]), shoal::usage_error);
+  shoal::barrier();
+  shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
+}
+
+TEST(Rma, PutGetRing) {
+  auto ptrs = shoal::allocate_collective<std::int64_t>(1024);
+  ASSERT_EQ(ptrs.size(), static_cast<std::size_t>(np()));
+  for (int r = 0; r < np(); ++r) EXPECT_EQ(ptrs[static_cast<std::size_t>(r)].rank(), r);
+  std::vector<std::int64_t> src(1024);
+  std::iota(src.begin(), src.end(), me() * 10000);
+  shoal::put(ptrs[static_cast<std::size_t>(right())], src.data(), src.size());
+  shoal::put(ptrs[static_cast<std::size_t>(right())] + 1023, std::int64_t{-me()});
+  shoal::barrier();
+  const std::int64_t* mine = ptrs[static_cast<std::size_t>(me())].local();
+  EXPECT_EQ(mine[0], left() * 10000);
+  EXPECT_EQ(mine[1022], left() * 10000 + 1022);
+  EXPECT_EQ(mine[1023], -left());
+  std::vector<std::int64_t> back(1023);
+  shoal::get(ptrs[static_cast<std::size_t>(right())], back.data(), back.size());
+  EXPECT_EQ(back[500], me() * 10000 + 500);
+  EXPECT_EQ(shoal::get(ptrs[static_cast<std::size_t>(right())] + 7), me() * 10000 + 7);
+  shoal::barrier();
+  shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
+}
+
+TEST(Rma, AsyncPutGetAndFutures) {
+  auto ptrs = shoal::allocate_collective<std::uint32_t>(256);
+  auto target = ptrs[static_cast<std::size_t>(right())];
+  std::vector<shoal::future<>> puts;
+  std::vector<std::uint32_t> data(128, 0xABCD0000u + static_cast<std::uint32_t>(me()));
+  puts.push_back(shoal::async_put(target, data.data(), data.size()));
+  for (int i = 128; i < 256; ++i) puts.push_back(shoal::async_put(target + i, static_cast<std::uint32_t>(i)));
+  shoal::wait_all(puts);
+  shoal::flush_all();
+  shoal::barrier();
+  auto f1 = shoal::async_get(target + 200);
+  std::vector<std::uint32_t> got(128);
+  auto f2 = shoal::async_get(target, got.data(), got.size());
+  shoal::wait_all(f1, f2);
+  EXPECT_TRUE(f1.ready());
+  EXPECT_EQ(f1.get(), 200u);
+  EXPECT_FALSE(f1.valid());
+  EXPECT_THROW(f1.get(), shoal::usage_error);
+  f2.get();
+  EXPECT_EQ(got[127], 0xABCD0000u + static_cast<std::uint32_t>(me()));
+  auto ready = shoal::make_ready_future(std::string("done"));
+  EXPECT_TRUE(ready.ready());
+  EXPECT_EQ(ready.get(), "done");
+  shoal::barrier();
+  shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
+}
+
+template <class T>
+void concurrent_fetch_add_total() {
+  auto ptrs = shoal::allocate_collective<T>(1);
+  auto counter = ptrs[0];
+  if (me() == 0) *counter.local() = 0;
+  shoal::barrier();
+  const int per_rank = shoal::testing::scaled(10000);
+  T last = 0;
+  for (int i = 0; i < per_rank; ++i) {
+    T before = shoal::fetch_add(counter, T{1});
+    EXPECT_GE(before, last);
+    last = before;
+  }
+  shoal::barrier();
+  EXPECT_EQ(shoal::atomic_load(counter), static_cast<T>(per_rank * np()));
+  shoal::barrier();
+  shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
+}
+
+TEST(Atomics, ConcurrentFetchAdd64ExactTotal) { concurrent_fetch_add_total<std::int64_t>(); }
+TEST(Atomics, ConcurrentFetchAdd32ExactTotal) { concurrent_fetch_add_total<std::uint32_t>(); }
+
+template <class T>
+void bitwise_and_exchange() {
+  auto ptrs = shoal::allocate_collective<T>(2);
+  auto word = ptrs[0];
+  if (me() == 0) {
+    word.local()[0] = 0;
+    word.local()[1] = 0;
+  }
+  shoal::barrier();
+  // Each rank sets its own bit; the result has every bit.
+  const T bit = T{1} << (me() % (sizeof(T) * 8 - 1));
+  shoal::fetch_or(word, bit);
+  shoal::barrier();
+  T all = 0;
+  for (int r = 0; r < np(); ++r) all |= T{1} << (r % (sizeof(T) * 8 - 1));
+  EXPECT_EQ(shoal::atomic_load(word), all);
+  shoal::barrier();
+  shoal::fetch_xor(word, bit);  // each rank flips its bit back
+  shoal::barrier();
+  EXPECT_EQ(shoal::atomic_load(word), T{0});
+  shoal::barrier();
+  if (me() == 0) {
+    shoal::atomic_store(word + 1, static_cast<T>(0x0F0F0F0F));
+    EXPECT_EQ(shoal::fetch_and(word + 1, static_cast<T>(0x00FF00FF)), static_cast<T>(0x0F0F0F0F));
+    EXPECT_EQ(shoal::atomic_load(word + 1), static_cast<T>(0x000F000F));
+    EXPECT_EQ(shoal::exchange(word + 1, T{42}), static_cast<T>(0x000F000F));
+    EXPECT_EQ(shoal::atomic_load(word + 1), T{42});
+    // compare_exchange: success returns expected, failure returns the current value.
+    EXPECT_EQ(shoal::compare_exchange(word + 1, T{42}, T{7}), T{42});
+    EXPECT_EQ(shoal::compare_exchange(word + 1, T{42}, T{9}), T{7});
+    EXPECT_EQ(shoal::atomic_load(word + 1), T{7});
+  }
+  shoal::barrier();
+  shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
+}
+
+TEST(Atomics, Bitwise64) { bitwise_and_exchange<std::uint64_t>(); }
+TEST(Atomics, Bitwise32) { bitwise_and_exchange<std::int32_t>(); }
+
+TEST(Atomics, CompareExchangeLockKeepsMutualExclusion) {
+  // A spin lock on rank 0 guards a plain (non-atomic) counter on the last rank; every increment is a get + put.
+  auto locks = shoal::allocate_collective<std::int64_t>(1);
+  auto data = shoal::allocate_collective<std::int64_t>(2);
+  auto lock = locks[0];
+  auto counter = data[static_cast<std::size_t>(np() - 1)];
+  if (me() == 0) *lock.local() = 0;
+  if (me() == np() - 1) counter.local()[0] = counter.local()[1] = 0;
+  shoal::barrier();
+  const int per_rank = shoal::testing::scaled(300);
+  for (int i = 0; i < per_rank; ++i) {
+    while (shoal::compare_exchange(lock, std::int64_t{0}, std::int64_t{me() + 1}) != 0) shoal::progress();
+    // Inside: nobody else may hold the lock; the "inside" word must be 0 when we enter.
+    EXPECT_EQ(shoal::get(counter + 1), 0);
+    shoal::put(counter + 1, std::int64_t{1});
+    shoal::put(counter, shoal::get(counter) + 1);
+    shoal::put(counter + 1, std::int64_t{0});
+    shoal::flush(counter.rank());
+    EXPECT_EQ(shoal::exchange(lock, std::int64_t{0}), me() + 1);
+  }
+  shoal::barrier();
+  EXPECT_EQ(shoal::get(counter), static_cast<std::int64_t>(per_rank) * np());
+  shoal::barrier();
+  shoal::deallocate(locks[static_cast<std::size_t>(me())]);
+  shoal::deallocate(data[static_cast<std::size_t>(me())]);
+}
+
+struct digits {
+  std::int64_t value;
+  int count;
+};
+
+struct min_loc {
+  double value;
+  int rank;
+};
+
+TEST(Collectives, AllreduceBuiltinAndUserOps) {
+  EXPECT_EQ(shoal::allreduce(me() + 1, shoal::op::sum{}), np() * (np() + 1) / 2);
+  EXPECT_EQ(shoal::allreduce(me(), shoal::op::min{}), 0);
+  EXPECT_EQ(shoal::allreduce(me(), shoal::op::max{}), np() - 1);
+  EXPECT_DOUBLE_EQ(shoal::allreduce(0.5 * me(), shoal::op::sum{}), 0.25 * np() * (np() - 1));
+  EXPECT_EQ(shoal::allreduce(std::uint64_t{1} << me(), shoal::op::bit_or{}), (std::uint64_t{1} << np()) - 1);
+  // A user operation on a trivially copyable struct: the location of the minimum.
+  min_loc mine{100.0 - me(), me()};
+  auto lowest = shoal::allreduce(mine, [](const min_loc& a, const min_loc& b) { return a.value <= b.value ? a : b; });
+  EXPECT_EQ(lowest.rank, np() - 1);
+  EXPECT_DOUBLE_EQ(lowest.value, 100.0 - (np() - 1));
+  // An associative user operation that is not commutative: concatenation of decimal digits in rank order.
+  digits mine_digits{me() % 10, 1};
+  auto joined = shoal::allreduce(mine_digits, [](const digits& a, const digits& b) {
+    std::int64_t scale = 1;
+    for (int i = 0; i < b.count; ++i) scale *= 10;
+    return digits{a.value * scale + b.value, a.count + b.count};
+  });
+  std::int64_t expect = 0;
+  for (int r = 0; r < np(); ++r) expect = expect * 10 + r % 10;
+  EXPECT_EQ(joined.value, expect);
+  EXPECT_EQ(joined.count, np());
+}
+
+TEST(Collectives, BroadcastAndAllgather) {
+  EXPECT_EQ(shoal::broadcast(me() == 0 ? 4242 : -1, 0), 4242);
+  const int root = np() - 1;
+  std::vector<int> v;
+  if (me() == root) v = {1, 2, 3, 5, 8};
+  EXPECT_EQ(shoal::broadcast(v, root), (std::vector<int>{1, 2, 3, 5, 8}));
+  EXPECT_EQ(shoal::broadcast(std::string(me() == 0 ? "hello shoal" : ""), 0), "hello shoal");
+  auto all = shoal::allgather(me() * 3);
+  ASSERT_EQ(all.size(), static_cast<std::size_t>(np()));
+  for (int r = 0; r < np(); ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], r * 3);
+  EXPECT_THROW((void)shoal::broadcast(1, np()), shoal::usage_error);
+}
+
+#ifdef SHOAL_CHECKS
+TEST(Checks, OutOfRangeRankAndOffset) {
+  shoal::global_ptr<int> bad_rank(np() + 3, 64);
+  EXPECT_THROW((void)shoal::get(bad_rank), shoal::usage_error);
+  shoal::global_ptr<int> bad_offset(me(), shoal::heap_capacity() - 2);
+  EXPECT_THROW((void)shoal::get(bad_offset), shoal::usage_error);
+  EXPECT_THROW((void)shoal::get(shoal::global_ptr<int>{}), shoal::usage_error);
+}
+#endif
+
+}  // namespace
