@@ -10,3 +10,5 @@
 #include "shoal/core/progress.hpp"
 #include "shoal/core/rma.hpp"
 #include "shoal/core/team.hpp"
+#include "shoal/core/hash.hpp"
+#include "shoal/core/serialize.hpp"

@@ -1,0 +1,193 @@
+// shoal/core/serialize.hpp — how values become bytes, for the heap and for messages alike.
+//
+// One rule for the whole library: a trivially copyable type travels as its bytes; std::string and std::vector of
+// trivially copyable elements as a length and their bytes; every other type (maps, tuples, nested containers, user
+// types with a cereal `serialize` function) through cereal's binary archive. A type that fits none of these is
+// rejected at compile time by the `serializable` concept, whose name appears in the error.
+#pragma once
+
+#include <cereal/archives/binary.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/optional.hpp>
+#include <cereal/types/set.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/tuple.hpp>
+#include <cereal/types/unordered_map.hpp>
+#include <cereal/types/unordered_set.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/variant.hpp>
+#include <cereal/types/vector.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <istream>
+#include <ostream>
+#include <span>
+#include <streambuf>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "shoal/core/error.hpp"
+
+namespace shoal {
+
+/// Copied as raw bytes.
+template <class T>
+concept trivially_serializable = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>;
+
+/// A string or vector whose elements are copied as raw bytes after a length.
+template <class T>
+concept contiguous_serializable =
+    std::is_same_v<T, std::string> ||
+    (requires { typename T::value_type; } && std::is_same_v<T, std::vector<typename T::value_type>> &&
+     !std::is_same_v<typename T::value_type, bool> && trivially_serializable<typename T::value_type>);
+
+/// Serialized by cereal (standard containers, tuples, user types with a serialize/save/load function).
+template <class T>
+concept cereal_serializable = cereal::traits::is_output_serializable<T, cereal::BinaryOutputArchive>::value &&
+                              cereal::traits::is_input_serializable<T, cereal::BinaryInputArchive>::value &&
+                              std::is_default_constructible_v<T>;
+
+/// Every type shoal can store remotely or send in a message.
+template <class T>
+concept serializable =
+    !std::is_pointer_v<T> && (trivially_serializable<T> || contiguous_serializable<T> || cereal_serializable<T>);
+
+namespace detail {
+
+/// std::streambuf that appends to a byte vector (for cereal's output archive).
+class vector_outbuf : public std::streambuf {
+ public:
+  explicit vector_outbuf(std::vector<std::byte>& out) : out_(out) {}
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const auto* b = reinterpret_cast<const std::byte*>(s);
+    out_.insert(out_.end(), b, b + n);
+    return n;
+  }
+  int_type overflow(int_type ch) override {
+    if (ch != traits_type::eof()) out_.push_back(static_cast<std::byte>(ch));
+    return ch;
+  }
+
+ private:
+  std::vector<std::byte>& out_;
+};
+
+/// std::streambuf over a read-only byte range (for cereal's input archive).
+class span_inbuf : public std::streambuf {
+ public:
+  span_inbuf(const std::byte* begin, const std::byte* end) {
+    auto* b = const_cast<char*>(reinterpret_cast<const char*>(begin));
+    auto* e = const_cast<char*>(reinterpret_cast<const char*>(end));
+    setg(b, b, e);
+  }
+  std::size_t consumed() const { return static_cast<std::size_t>(gptr() - eback()); }
+};
+
+}  // namespace detail
+
+/// Appends serialized values to a byte vector.
+class byte_writer {
+ public:
+  explicit byte_writer(std::vector<std::byte>& out) : out_(out) {}
+
+  void write_bytes(const void* data, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(data);
+    out_.insert(out_.end(), b, b + n);
+  }
+
+  template <serializable T>
+  void write(const T& value) {
+    if constexpr (trivially_serializable<T>) {
+      write_bytes(&value, sizeof(T));
+    } else if constexpr (contiguous_serializable<T>) {
+      const std::uint64_t n = value.size();
+      write_bytes(&n, sizeof n);
+      write_bytes(value.data(), n * sizeof(typename T::value_type));
+    } else {
+      detail::vector_outbuf buf(out_);
+      std::ostream os(&buf);
+      cereal::BinaryOutputArchive ar(os);
+      ar(value);
+    }
+  }
+
+  std::vector<std::byte>& buffer() { return out_; }
+
+ private:
+  std::vector<std::byte>& out_;
+};
+
+/// Reads serialized values from a byte range, in the order they were written.
+class byte_reader {
+ public:
+  byte_reader(const std::byte* begin, std::size_t size) : pos_(begin), end_(begin + size) {}
+  explicit byte_reader(std::span<const std::byte> bytes) : byte_reader(bytes.data(), bytes.size()) {}
+
+  std::size_t remaining() const { return static_cast<std::size_t>(end_ - pos_); }
+  const std::byte* position() const { return pos_; }
+
+  void read_bytes(void* dst, std::size_t n) {
+    need(n);
+    std::memcpy(dst, pos_, n);
+    pos_ += n;
+  }
+
+  template <serializable T>
+  T read() {
+    if constexpr (trivially_serializable<T>) {
+      T v;
+      read_bytes(&v, sizeof(T));
+      return v;
+    } else if constexpr (contiguous_serializable<T>) {
+      std::uint64_t n;
+      read_bytes(&n, sizeof n);
+      T v;
+      const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(typename T::value_type);
+      need(bytes);
+      v.resize(static_cast<std::size_t>(n));
+      std::memcpy(v.data(), pos_, bytes);
+      pos_ += bytes;
+      return v;
+    } else {
+      detail::span_inbuf buf(pos_, end_);
+      std::istream is(&buf);
+      cereal::BinaryInputArchive ar(is);
+      T v{};
+      ar(v);
+      pos_ += buf.consumed();
+      return v;
+    }
+  }
+
+ private:
+  void need(std::size_t n) const {
+    if (static_cast<std::size_t>(end_ - pos_) < n) {
+      throw error("shoal: truncated serialized data (needed " + std::to_string(n) + " bytes, " +
+                  std::to_string(end_ - pos_) + " left)");
+    }
+  }
+  const std::byte* pos_;
+  const std::byte* end_;
+};
+
+/// The serialized bytes of one value.
+template <serializable T>
+std::vector<std::byte> to_bytes(const T& value) {
+  std::vector<std::byte> out;
+  byte_writer(out).write(value);
+  return out;
+}
+
+/// The value serialized in `bytes` by to_bytes.
+template <serializable T>
+T from_bytes(std::span<const std::byte> bytes) {
+  return byte_reader(bytes).read<T>();
+}
+
+}  // namespace shoal

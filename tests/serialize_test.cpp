@@ -1,0 +1,75 @@
+// Serialization and hashing: the rules every container and message shares.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "shoal/core.hpp"
+
+namespace {
+
+struct point {
+  int x, y;
+  friend bool operator==(const point&, const point&) = default;
+};
+
+struct person {
+  std::string name;
+  std::vector<int> ages;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(name, ages);
+  }
+  friend bool operator==(const person&, const person&) = default;
+};
+
+struct not_serializable {
+  std::string s;
+  int* p;
+};
+
+static_assert(shoal::serializable<int>);
+static_assert(shoal::serializable<point>);
+static_assert(shoal::serializable<std::string>);
+static_assert(shoal::serializable<std::vector<double>>);
+static_assert(shoal::serializable<std::map<std::string, std::vector<int>>>);
+static_assert(shoal::serializable<std::tuple<int, std::string>>);
+static_assert(shoal::serializable<person>);
+static_assert(!shoal::serializable<not_serializable>);
+static_assert(!shoal::serializable<int*>);
+
+TEST(Serialize, RoundTripsInOrder) {
+  std::vector<std::byte> buf;
+  shoal::byte_writer w(buf);
+  w.write(42);
+  w.write(point{3, 4});
+  w.write(std::string("shoal"));
+  w.write(std::vector<double>{1.5, 2.5});
+  w.write(std::map<std::string, std::vector<int>>{{"a", {1}}, {"b", {2, 3}}});
+  w.write(person{"ada", {36, 37}});
+  w.write(std::tuple<int, std::string>{7, "seven"});
+  shoal::byte_reader r(buf);
+  EXPECT_EQ(r.read<int>(), 42);
+  EXPECT_EQ(r.read<point>(), (point{3, 4}));
+  EXPECT_EQ(r.read<std::string>(), "shoal");
+  EXPECT_EQ(r.read<std::vector<double>>(), (std::vector<double>{1.5, 2.5}));
+  auto m = r.read<std::map<std::string, std::vector<int>>>();
+  EXPECT_EQ(m.at("b"), (std::vector<int>{2, 3}));
+  EXPECT_EQ(r.read<person>(), (person{"ada", {36, 37}}));
+  EXPECT_EQ((r.read<std::tuple<int, std::string>>()), (std::tuple<int, std::string>{7, "seven"}));
+  EXPECT_EQ(r.remaining(), 0u);
+  EXPECT_THROW(r.read<int>(), shoal::error);
+}
+
+TEST(Hash, SameOnEveryRankAndSeeded) {
+  const auto h = shoal::hash_value(std::string("kmer"));
+  auto all = shoal::allgather(h);
+  for (auto v : all) EXPECT_EQ(v, h);
+  EXPECT_NE(shoal::hash_value(std::uint64_t{1}, 1), shoal::hash_value(std::uint64_t{1}, 2));
+  EXPECT_EQ(shoal::hash_value(std::string("abc")), shoal::hash_value(std::string_view("abc")));
+  EXPECT_EQ(shoal::hash_value(person{"x", {1}}), shoal::hash_value(person{"x", {1}}));
+}
+
+}  // namespace
