@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, whatever shoal needs that this machine lacks. Nothing else is downloaded.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  openmpi-bin libopenmpi-dev     # MPI (default)
+  mpich libmpich-dev             # MPI, side by side, for the second CI configuration
+  libcereal-dev                  # serialization of non-trivial types
+  libxxhash-dev                  # XXH3: the hash that places keys
+  libabsl-dev                    # absl::flat_hash_map: flat local tables, the per-core baseline
+  libfmt-dev libcli11-dev nlohmann-json3-dev   # shoal-bench: table output, options, JSON records
+  libgtest-dev                   # tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "shoal: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, then build and run every test (1, 2, 3 and 4 ranks) three times:
+# with Open MPI (Debug, range checks on), with MPICH, and with AddressSanitizer + UBSan; finally install shoal and
+# build a consumer project against the installed tree with find_package(shoal).
+# Choose a subset with SHOAL_TEST_CONFIGS="openmpi mpich asan consumer".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh || exit 1
+source scripts/env.sh
+
+mkdir -p build
+configs=${SHOAL_TEST_CONFIGS:-"openmpi mpich asan consumer"}
+mpich_flags=(-DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich
+             -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich)
+passed=0
+failed=0
+failures=()
+
+run_suite() {  # name, cmake flags...
+  local name=$1; shift
+  local dir=build/test-$name
+  echo "=== $name: configure and build ==="
+  if ! cmake -S . -B "$dir" -DSHOAL_BUILD_BENCH=ON "$@" >"$dir.configure.log" 2>&1; then
+    cat "$dir.configure.log"; failed=$((failed + 1)); failures+=("$name: configure"); return
+  fi
+  if ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
+    grep -E "error|Error" "$dir.build.log" | head -40; failed=$((failed + 1)); failures+=("$name: build"); return
+  fi
+  echo "=== $name: ctest ==="
+  (cd "$dir" && ctest -j"$jobs" --output-on-failure --timeout 300) | tee "$dir.ctest.log"
+  local p f
+  p=$(grep -cE "Test +#[0-9]+: .* Passed" "$dir.ctest.log")
+  f=$(grep -cE "Test +#[0-9]+: .* (\*\*\*|Failed|Timeout|Not Run|Exception)" "$dir.ctest.log")
+  passed=$((passed + p)); failed=$((failed + f))
+  [ "$f" -eq 0 ] || failures+=("$name: $f test(s)")
+}
+
+consumer() {
+  echo "=== consumer: install and find_package(shoal) ==="
+  local prefix=$PWD/build/install
+  if cmake -S . -B build/consumer-lib -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_BENCH=OFF \
+       -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null &&
+     cmake --build build/consumer-lib >/dev/null && cmake --install build/consumer-lib >/dev/null &&
+     cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+     cmake --build build/consumer >/dev/null &&
+     mpirun -np 2 build/consumer/shoal_consumer; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); failures+=("consumer")
+  fi
+}
+
+for c in $configs; do
+  case $c in
+    openmpi)  run_suite openmpi -DCMAKE_BUILD_TYPE=Debug ;;
+    mpich)    run_suite mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=ON "${mpich_flags[@]}" ;;
+    asan)     run_suite asan -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=ON ;;
+    consumer) consumer ;;
+    *) echo "unknown configuration '$c' in SHOAL_TEST_CONFIGS"; exit 2 ;;
+  esac
+done
+
+for f in "${failures[@]}"; do echo "FAILED: $f"; done
+echo "shoal: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
