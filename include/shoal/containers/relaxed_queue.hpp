@@ -354,19 +354,19 @@ class relaxed_queue {
   static std::uint64_t count_of(std::uint64_t state) { return state & count_mask; }
   static std::uint64_t pack(std::uint64_t head, std::uint64_t count) { return head << 32 | count; }
 
-  /// One attempt to store `value` in `ring`, stamped now; false when that ring is full.
+  /// One attempt to store `value` in `ring`; false when that ring is full.
   bool store(int ring, const T& value) {
-    const item_type item{clock_.now(), value};
-    return opts_.algorithm == relaxed::algorithm::lock_based ? push_locked(ring, item) : push_lock_free(ring, item);
+    return opts_.algorithm == relaxed::algorithm::lock_based ? push_locked(ring, value) : push_lock_free(ring, value);
   }
 
-  bool push_locked(int ring, const item_type& item) {
+  bool push_locked(int ring, const T& value) {
     lock(ring);
     const std::uint64_t state = atomic_load(state_word(ring));
     const std::uint64_t head = head_of(state), count = count_of(state);
     const bool has_room = count < opts_.capacity;
     if (has_room) {
-      put(item_at(ring, head + count), item);
+      // Stamped under the lock, so each ring holds its elements in stamp order (up to the clock error).
+      put(item_at(ring, head + count), item_type{clock_.now(), value});
       atomic_store(state_word(ring), pack(head, count + 1));
     }
     unlock(ring);
@@ -416,7 +416,7 @@ class relaxed_queue {
 
   // ---- lock_free -----------------------------------------------------------------------------------------------
 
-  bool push_lock_free(int ring, const item_type& item) {
+  bool push_lock_free(int ring, const T& value) {
     const auto enqueue = enqueue_word(ring);
     std::uint64_t pos = atomic_load(enqueue);
     for (;;) {
@@ -429,7 +429,7 @@ class relaxed_queue {
       }
       const std::uint64_t seen = compare_exchange(enqueue, pos, pos + 1);
       if (seen == pos) {
-        put(item_at(ring, pos), item);
+        put(item_at(ring, pos), item_type{clock_.now(), value});  // stamped once its position is claimed
         atomic_store(sequence, pos + 1);  // publish
         return true;
       }
