@@ -59,6 +59,15 @@ const config configs[] = {
 
 class RelaxedQueue : public ::testing::TestWithParam<config> {
  protected:
+  void SetUp() override {
+    // Oversubscribed on the MPI path every remote atomic waits for its target's time slice (MPICH): the
+    // local-first variants, which share their code with the random ones, run at 1 and 2 ranks and on shared memory.
+    if (GetParam().insertion == shoal::relaxed::insertion::local_first && shoal::testing::oversubscribed() &&
+        shoal::current_rma_path() == shoal::rma_path::mpi) {
+      GTEST_SKIP() << "local-first variant: covered without oversubscription and on the shared-memory path";
+    }
+  }
+
   shoal::relaxed::options make(std::size_t capacity, int ncand = 2) const {
     shoal::relaxed::options o;
     o.capacity = capacity;
@@ -67,19 +76,21 @@ class RelaxedQueue : public ::testing::TestWithParam<config> {
     o.mode = GetParam().mode;
     o.insertion = GetParam().insertion;
     o.seed = 42;
+    o.clock_sync_rounds = 2;
     return o;
   }
 };
 
 TEST_P(RelaxedQueue, EmptyQueuePopsNothing) {
   shoal::relaxed_queue<std::uint64_t> q(make(16));
-  for (int ncand = 1; ncand <= np() + 2; ++ncand) EXPECT_FALSE(q.try_pop(ncand).has_value()) << "ncand " << ncand;
+  for (int ncand : {1, 2, np() + 2}) EXPECT_FALSE(q.try_pop(ncand).has_value()) << "ncand " << ncand;
   EXPECT_EQ(q.size(), 0u);
   EXPECT_GE(q.clock_error_bound_ns(), 0);
 }
 
 TEST_P(RelaxedQueue, FullWhenEveryRingIsFullThenDrainsExactly) {
-  constexpr std::size_t capacity = 8;
+  // Small rings: under oversubscription every remote atomic waits for a time slice of its target.
+  const std::size_t capacity = shoal::testing::oversubscribed() ? 2 : 8;
   shoal::relaxed_queue<std::uint64_t> q(make(capacity));
   // Every rank pushes until `full`: with no pop running, the rings hold exactly capacity() elements in the end.
   std::vector<std::uint64_t> pushed;
@@ -109,7 +120,7 @@ TEST_P(RelaxedQueue, FullWhenEveryRingIsFullThenDrainsExactly) {
 TEST_P(RelaxedQueue, NcandLargerThanTheNonEmptyRings) {
   shoal::relaxed_queue<std::uint64_t> q(make(32));
   // Only the last rank pushes, into its own ring when local_first (otherwise into random rings).
-  constexpr std::uint64_t n = 5;
+  constexpr std::uint64_t n = 3;
   if (me() == np() - 1) {
     for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(q.push(i), push_result::pushed);
   }
@@ -133,7 +144,7 @@ TEST_P(RelaxedQueue, NcandLargerThanTheNonEmptyRings) {
 TEST_P(RelaxedQueue, OneRankWithEveryRingAsCandidateIsFifo) {
   shoal::relaxed_queue<std::uint64_t> q(make(64));
   if (me() == 0) {
-    const std::uint64_t n = std::min<std::uint64_t>(40, q.capacity());
+    const std::uint64_t n = std::min<std::uint64_t>(shoal::testing::oversubscribed() ? 6 : 40, q.capacity());
     for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(q.push(i), push_result::pushed);
     for (std::uint64_t i = 0; i < n; ++i) {
       auto v = q.try_pop(np());
@@ -148,7 +159,7 @@ TEST_P(RelaxedQueue, OneRankWithEveryRingAsCandidateIsFifo) {
 TEST_P(RelaxedQueue, ConcurrentPushPopLosesNothingAndDuplicatesNothing) {
   // Small rings so that pushes also meet full rings under concurrency.
   shoal::relaxed_queue<std::uint64_t> q(make(16));
-  const int ops = shoal::testing::scaled(5000);
+  const int ops = shoal::testing::scaled(shoal::testing::oversubscribed() ? 300 : 2000);
   std::mt19937_64 rng(static_cast<std::uint64_t>(me()) * 7919 + 1);
   std::vector<std::uint64_t> pushed, popped;
   std::uint64_t next = 0;
@@ -253,7 +264,7 @@ TEST(LinkedFifoQueue, EmptyThenFifoFromOneProducer) {
 }
 
 TEST(LinkedFifoQueue, ConcurrentProducersKeepTheirOrder) {
-  const int ops = shoal::testing::scaled(3000);
+  const int ops = shoal::testing::scaled(shoal::testing::oversubscribed() ? 300 : 2000);
   shoal::detail::linked_fifo_queue<std::uint64_t> q(static_cast<std::size_t>(ops), np() - 1);
   std::mt19937_64 rng(static_cast<std::uint64_t>(me()) + 5);
   std::vector<std::uint64_t> pushed, popped;
