@@ -1,0 +1,507 @@
+// shoal/containers/relaxed_queue.hpp — a distributed queue with relaxed FIFO order (Paznikov 2020).
+//
+// Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity` slots in the symmetric heap,
+// with its state words and a lock word. Every element carries the time of its insertion from a clock synchronised
+// across the team when the queue is built. push puts the element into one ring (a random one, or the caller's own
+// first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of them. There is no
+// global head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than
+// the oldest one (docs/containers/relaxed_queue.md measures how near).
+//
+// Operations (none is collective except construction, destruction and size()):
+//   relaxed_queue<T> q(opts)     collective; allocates p rings, synchronises the clocks
+//   q.push(v)                    -> relaxed::push_result::pushed, or ::full when every ring was full
+//   q.try_pop() / try_pop(ncand) -> std::optional<T>; std::nullopt when every ring was seen empty
+//   q.try_pop_stamped(ncand)     -> also the element's insertion stamp, the pop's stamp and its ring
+//   q.size()                     collective; the number of elements after every earlier operation completed
+//   q.now()                      the synchronised clock (ns) that stamps elements
+//
+// Algorithms (options::algorithm):
+//   lock_based (the paper)  a ring is locked by a remote test-and-set on its lock word. push locks a ring (spinning),
+//     reads its state word (head index << 32 | count), puts the element and stores the new state, unlocks; a full
+//     ring is skipped, and `full` is returned once every ring was full. try_pop try-locks random rings until ncand
+//     non-empty ones are held (an empty one is released and shrinks the set of rings left to try; a busy one counts
+//     an attempt once at least one ring is held, and after max_nattempts all held rings are released and the search
+//     starts over after a random back-off, so two poppers never deadlock), takes the element with the smallest
+//     stamp and unlocks every held ring.
+//   lock_free (beyond the paper)  no lock words: each ring is a bounded MPMC queue after Vyukov, done with remote
+//     atomics. Every slot has a sequence word; push claims position `pos` of a ring by compare_exchange on the
+//     ring's enqueue counter once the slot's sequence says it is free, puts the element and publishes it by storing
+//     sequence = pos + 1; try_pop reads the dequeue counter and the head slot's sequence of ncand random rings,
+//     reads the ready heads, and claims the oldest by compare_exchange on that ring's dequeue counter (a failed
+//     claim starts the pop over), then frees the slot for the next lap (sequence = pos + capacity). A slot is never
+//     read half-written (its sequence is published after the put) and never popped twice (one compare_exchange
+//     wins each position). A pusher stalled between its claim and its publication hides that ring's later elements
+//     until it publishes, as in Vyukov's queue.
+//
+// Lock modes (options::mode, lock_based only). The paper brackets every ring access by MPI_Win_lock on the ring's
+// rank, EXCLUSIVE or SHARED, around the test-and-set lock. shoal keeps one MPI_Win_lock_all epoch open for the whole
+// run, so the two modes are emulated on the ring's lock word, which stands for both locks (one ring per rank):
+//   exclusive  the whole word is taken by compare_exchange(0 -> locked): one atomic to lock, one to unlock.
+//   shared     the caller first registers as a shared holder (fetch_add 1 on the word's low bits: MPI_LOCK_SHARED),
+//              then takes the test-and-set bit inside it (fetch_or); one fetch_add releases both. Two more atomics
+//              per acquisition, as a shared MPI lock pays for its protocol; the mutual exclusion is the same.
+// Unlike the paper, where remove always runs in a lock_all (shared) epoch, the mode applies to push and pop alike.
+//
+// Cost per operation, uncontended (R remote read, W remote write, A remote atomic; k = ncand; e = empty rings
+// examined on the way; the paper's MPI_Win_lock/unlock pairs are the lock atomics here):
+//   lock_based exclusive  push 4A + W             try_pop k(3A + R) + A + 3eA
+//   lock_based shared     push 5A + W             try_pop k(4A + R) + A + 4eA
+//   lock_free             push 4A + W             try_pop k(2A + R) + 2A + 2eA
+// A full ring costs a push 3A (lock_based) or 2A (lock_free) before it moves on; contention adds retries.
+//
+// Concurrency promises: every operation may run concurrently with every other (fully atomic). Ordering: a pop
+// returns the oldest of the k heads it examined; the rank error (older elements still queued) is measured in
+// docs/containers/relaxed_queue.md. `full` and an empty pop are observations of each ring at the time it was
+// examined, not of the whole queue at one instant.
+//
+// Errors: shoal::usage_error for bad options (capacity 0 or >= 2^31, ncand or max_nattempts < 1, options that
+// differ between ranks); shoal::heap_exhausted when the rings do not fit (raise SHOAL_HEAP_SIZE).
+//
+// Example:
+//   shoal::relaxed_queue<std::uint64_t> q({.capacity = 1000, .ncand = 2});
+//   if (q.push(shoal::rank()) == shoal::relaxed::push_result::full) { /* every ring is full */ }
+//   shoal::barrier();
+//   while (auto v = q.try_pop()) consume(*v);
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shoal/containers/detail/synchronized_clock.hpp"
+#include "shoal/core/environment.hpp"
+#include "shoal/core/error.hpp"
+#include "shoal/core/global_ptr.hpp"
+#include "shoal/core/heap.hpp"
+#include "shoal/core/progress.hpp"
+#include "shoal/core/rma.hpp"
+#include "shoal/core/team.hpp"
+
+namespace shoal {
+
+namespace relaxed {
+
+enum class algorithm { lock_based, lock_free };
+enum class lock_mode { exclusive, shared };
+enum class insertion { random, local_first };
+
+/// The outcome of a push: stored, or every ring was full when examined.
+enum class push_result { pushed, full };
+
+/// A popped element with its insertion stamp and the stamp of the pop (ns on the synchronised clock).
+template <class T>
+struct stamped {
+  T value;
+  std::uint64_t pushed_at = 0;
+  std::uint64_t popped_at = 0;
+  int ring = -1;
+};
+
+struct options {
+  /// Slots of the ring on each rank (the paper: 100,000).
+  std::size_t capacity = 100'000;
+  /// Candidate rings a pop examines (the paper recommends 2; more gives an order closer to FIFO, and costs more).
+  int ncand = 2;
+  /// Busy locks a lock_based pop tolerates while it holds candidates before it releases them all and starts over.
+  int max_nattempts = 8;
+  lock_mode mode = lock_mode::exclusive;
+  relaxed::algorithm algorithm = relaxed::algorithm::lock_based;
+  relaxed::insertion insertion = relaxed::insertion::random;
+  /// Seed of the random ring choices (mixed with the rank).
+  std::uint64_t seed = 0x5eed;
+  /// Ping-pong rounds per rank when the clocks are synchronised.
+  int clock_sync_rounds = 16;
+};
+
+}  // namespace relaxed
+
+namespace detail {
+
+/// The state words of one ring; each is accessed only with remote atomics.
+struct relaxed_ring_header {
+  std::uint64_t lock = 0;         // lock_based: the lock word
+  std::uint64_t state = 0;        // lock_based: head index << 32 | count
+  std::uint64_t enqueue_pos = 0;  // lock_free: positions claimed by pushers
+  std::uint64_t dequeue_pos = 0;  // lock_free: positions claimed by poppers
+};
+
+template <class T>
+struct relaxed_item {
+  std::uint64_t stamp;
+  T value;
+};
+
+/// A ring slot: the sequence word (lock_free's readiness word, atomics only) and the item (get/put).
+template <class T>
+struct relaxed_slot {
+  std::uint64_t sequence;
+  relaxed_item<T> item;
+};
+
+/// Byte offset of the item in a relaxed_slot: after the 8-byte word, aligned for the item.
+template <class T>
+inline constexpr std::size_t relaxed_item_offset =
+    (sizeof(std::uint64_t) + alignof(relaxed_item<T>) - 1) / alignof(relaxed_item<T>) * alignof(relaxed_item<T>);
+
+/// The rings not yet examined by one operation, drawn in random order without repetition (a partial
+/// Fisher-Yates shuffle over 0..p-1 that is restarted, not rebuilt).
+class ring_order {
+ public:
+  explicit ring_order(int rings) : rings_(static_cast<std::size_t>(rings)) {
+    for (int i = 0; i < rings; ++i) rings_[static_cast<std::size_t>(i)] = i;
+  }
+  /// Every ring is unexamined again.
+  void restart() { taken_ = 0; }
+  std::size_t remaining() const { return rings_.size() - taken_; }
+  /// A random unexamined position (stays unexamined until take()).
+  template <class Rng>
+  std::size_t pick(Rng& rng) const {
+    return taken_ + static_cast<std::size_t>(rng() % remaining());
+  }
+  int ring_at(std::size_t position) const { return rings_[position]; }
+  /// Marks the ring at `position` examined.
+  void take(std::size_t position) { std::swap(rings_[position], rings_[taken_++]); }
+  /// The ring taken last.
+  int last_taken() const { return rings_[taken_ - 1]; }
+
+ private:
+  std::vector<int> rings_;
+  std::size_t taken_ = 0;
+};
+
+}  // namespace detail
+
+template <remote_storable T>
+class relaxed_queue {
+ public:
+  using value_type = T;
+  using item_type = detail::relaxed_item<T>;
+  using slot_type = detail::relaxed_slot<T>;
+
+  /// Collective: allocates one ring of opts.capacity slots on every rank and synchronises the clocks.
+  explicit relaxed_queue(const relaxed::options& opts = {})
+      : opts_(validated(opts)), me_(shoal::rank()), rings_(shoal::size()), pop_order_(rings_), push_order_(rings_),
+        rng_(seeded(opts.seed)), clock_(opts.clock_sync_rounds) {
+    headers_ = allocate_collective<detail::relaxed_ring_header>(1);
+    try {
+      slots_ = allocate_collective<slot_type>(opts_.capacity);
+    } catch (...) {
+      deallocate(headers_[static_cast<std::size_t>(me_)]);
+      throw;
+    }
+    *headers_[static_cast<std::size_t>(me_)].local() = detail::relaxed_ring_header{};
+    slot_type* mine = slots_[static_cast<std::size_t>(me_)].local();
+    for (std::size_t i = 0; i < opts_.capacity; ++i) mine[i].sequence = i;  // lock_free: slot i is free for lap 0
+    barrier();
+  }
+
+  /// Collective: frees this rank's ring once every rank has stopped using the queue.
+  ~relaxed_queue() {
+    if (!is_initialized()) return;
+    barrier();
+    deallocate(slots_[static_cast<std::size_t>(me_)]);
+    deallocate(headers_[static_cast<std::size_t>(me_)]);
+  }
+
+  relaxed_queue(const relaxed_queue&) = delete;
+  relaxed_queue& operator=(const relaxed_queue&) = delete;
+
+  /// Stores `value` in one ring (random, or this rank's first with insertion::local_first); `full` when every ring
+  /// was full when examined.
+  [[nodiscard]] relaxed::push_result push(const T& value) {
+    if (opts_.insertion == relaxed::insertion::local_first && store(me_, value)) return relaxed::push_result::pushed;
+    push_order_.restart();
+    while (push_order_.remaining() > 0) {
+      push_order_.take(push_order_.pick(rng_));
+      if (store(push_order_.last_taken(), value)) return relaxed::push_result::pushed;
+    }
+    return relaxed::push_result::full;
+  }
+
+  /// Pops the oldest head among options().ncand random non-empty rings; std::nullopt when every ring was empty.
+  std::optional<T> try_pop() { return try_pop(opts_.ncand); }
+  std::optional<T> try_pop(int ncand) {
+    auto s = try_pop_stamped(ncand);
+    if (!s) return std::nullopt;
+    return std::move(s->value);
+  }
+
+  /// As try_pop, with the element's insertion stamp, the pop's stamp and the ring it came from.
+  std::optional<relaxed::stamped<T>> try_pop_stamped(int ncand) {
+    if (ncand < 1) throw usage_error("shoal::relaxed_queue::try_pop: ncand must be at least 1 (got " +
+                                     std::to_string(ncand) + ")");
+    const std::size_t want = std::min<std::size_t>(static_cast<std::size_t>(ncand), static_cast<std::size_t>(rings_));
+    return opts_.algorithm == relaxed::algorithm::lock_based ? pop_locked(want) : pop_lock_free(want);
+  }
+
+  /// Collective: the number of elements once every rank's earlier operations have completed.
+  std::size_t size() const {
+    barrier();
+    const int me = me_;
+    std::uint64_t mine;
+    if (opts_.algorithm == relaxed::algorithm::lock_based) {
+      mine = atomic_load(state_word(me)) & count_mask;
+    } else {
+      mine = atomic_load(enqueue_word(me)) -
+             atomic_load(dequeue_word(me));
+    }
+    const auto total = allreduce(mine, op::sum{});
+    barrier();
+    return static_cast<std::size_t>(total);
+  }
+
+  const relaxed::options& options() const { return opts_; }
+  /// Slots in all rings together.
+  std::size_t capacity() const { return opts_.capacity * static_cast<std::size_t>(rings_); }
+  /// The synchronised clock (ns) that stamps elements; see clock_error_bound_ns for its accuracy.
+  std::uint64_t now() const { return clock_.now(); }
+  /// The largest residual error of any rank's clock offset (half the best ping-pong round trip).
+  std::int64_t clock_error_bound_ns() const { return clock_.error_bound_ns(); }
+
+ private:
+  static constexpr std::uint64_t count_mask = 0xffffffffull;
+  static constexpr std::uint64_t locked_bit = std::uint64_t{1} << 62;
+
+  struct candidate {
+    int ring;
+    std::uint64_t position;  // lock_based: the ring's state word; lock_free: the dequeue position
+    item_type item;
+  };
+
+  static relaxed::options validated(const relaxed::options& o) {
+    if (o.capacity == 0 || o.capacity >= (std::size_t{1} << 31)) {
+      throw usage_error("shoal::relaxed_queue: options::capacity must be in [1, 2^31) slots per ring (got " +
+                        std::to_string(o.capacity) + ")");
+    }
+    if (o.ncand < 1) throw usage_error("shoal::relaxed_queue: options::ncand must be at least 1");
+    if (o.max_nattempts < 1) throw usage_error("shoal::relaxed_queue: options::max_nattempts must be at least 1");
+    if (o.clock_sync_rounds < 1) throw usage_error("shoal::relaxed_queue: options::clock_sync_rounds must be >= 1");
+    // The layout and the protocol must be the same everywhere.
+    const std::uint64_t shape = o.capacity << 8 | static_cast<std::uint64_t>(o.algorithm) << 4 |
+                                static_cast<std::uint64_t>(o.mode);
+    if (allreduce(shape, op::min{}) != allreduce(shape, op::max{})) {
+      throw usage_error("shoal::relaxed_queue: options::capacity, ::algorithm and ::mode must be equal on every rank");
+    }
+    return o;
+  }
+
+  std::mt19937_64 seeded(std::uint64_t seed) const {
+    std::seed_seq seq{seed, static_cast<std::uint64_t>(me_)};
+    return std::mt19937_64(seq);
+  }
+
+  global_ptr<std::uint64_t> header_word(int ring, std::size_t field_offset) const {
+    return global_ptr<std::uint64_t>(ring, headers_[static_cast<std::size_t>(ring)].offset() + field_offset);
+  }
+  global_ptr<std::uint64_t> lock_word(int ring) const {
+    return header_word(ring, offsetof(detail::relaxed_ring_header, lock));
+  }
+  global_ptr<std::uint64_t> state_word(int ring) const {
+    return header_word(ring, offsetof(detail::relaxed_ring_header, state));
+  }
+  global_ptr<std::uint64_t> enqueue_word(int ring) const {
+    return header_word(ring, offsetof(detail::relaxed_ring_header, enqueue_pos));
+  }
+  global_ptr<std::uint64_t> dequeue_word(int ring) const {
+    return header_word(ring, offsetof(detail::relaxed_ring_header, dequeue_pos));
+  }
+  global_ptr<std::uint64_t> sequence_word(int ring, std::uint64_t position) const {
+    return (slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity))
+        .template reinterpret<std::uint64_t>();
+  }
+  global_ptr<item_type> item_at(int ring, std::uint64_t position) const {
+    const auto slot = slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity);
+    return global_ptr<item_type>(ring, slot.offset() + detail::relaxed_item_offset<T>);
+  }
+
+  // ---- lock_based ----------------------------------------------------------------------------------------------
+
+  bool try_lock(int ring) {
+    const auto word = lock_word(ring);
+    if (opts_.mode == relaxed::lock_mode::exclusive) return compare_exchange(word, std::uint64_t{0}, locked_bit) == 0;
+    fetch_add(word, std::uint64_t{1});  // shared holder
+    if ((fetch_or(word, locked_bit) & locked_bit) == 0) return true;
+    fetch_add(word, ~std::uint64_t{0});  // -1: leave as shared holder
+    return false;
+  }
+
+  void lock(int ring) {
+    const auto word = lock_word(ring);
+    if (opts_.mode == relaxed::lock_mode::exclusive) {
+      while (compare_exchange(word, std::uint64_t{0}, locked_bit) != 0) wait_a_little();
+      return;
+    }
+    fetch_add(word, std::uint64_t{1});
+    while ((fetch_or(word, locked_bit) & locked_bit) != 0) wait_a_little();
+  }
+
+  void unlock(int ring) {
+    const auto word = lock_word(ring);
+    if (opts_.mode == relaxed::lock_mode::exclusive) {
+      atomic_store(word, std::uint64_t{0});
+    } else {
+      fetch_add(word, std::uint64_t{0} - (locked_bit + 1));  // -(locked_bit + 1): clear the bit and leave as shared holder
+    }
+  }
+
+  static std::uint64_t head_of(std::uint64_t state) { return state >> 32; }
+  static std::uint64_t count_of(std::uint64_t state) { return state & count_mask; }
+  static std::uint64_t pack(std::uint64_t head, std::uint64_t count) { return head << 32 | count; }
+
+  /// One attempt to store `value` in `ring`; false when that ring is full.
+  bool store(int ring, const T& value) {
+    return opts_.algorithm == relaxed::algorithm::lock_based ? push_locked(ring, value) : push_lock_free(ring, value);
+  }
+
+  bool push_locked(int ring, const T& value) {
+    lock(ring);
+    const std::uint64_t state = atomic_load(state_word(ring));
+    const std::uint64_t head = head_of(state), count = count_of(state);
+    const bool has_room = count < opts_.capacity;
+    if (has_room) {
+      // Stamped under the lock, so each ring holds its elements in stamp order (up to the clock error).
+      put(item_at(ring, head + count), item_type{clock_.now(), value});
+      atomic_store(state_word(ring), pack(head, count + 1));
+    }
+    unlock(ring);
+    return has_room;
+  }
+
+  std::optional<relaxed::stamped<T>> pop_locked(std::size_t want) {
+    held_.clear();
+    pop_order_.restart();
+    std::size_t target = want;
+    int busy = 0;
+    int restarts = 0;
+    while (held_.size() < target && pop_order_.remaining() > 0) {
+      const std::size_t position = pop_order_.pick(rng_);
+      const int ring = pop_order_.ring_at(position);
+      if (try_lock(ring)) {
+        pop_order_.take(position);
+        const std::uint64_t state = atomic_load(state_word(ring));
+        if (count_of(state) == 0) {
+          unlock(ring);
+          // One ring fewer to choose from: the paper's navail, and ncand shrinks with it.
+          target = std::min(target, held_.size() + pop_order_.remaining());
+          continue;
+        }
+        held_.push_back({ring, state, get(item_at(ring, head_of(state)))});
+        busy = 0;
+      } else if (!held_.empty() && ++busy >= opts_.max_nattempts) {
+        // Another popper may hold what we wait for while it waits for ours: release all, back off, start over.
+        for (const auto& c : held_) unlock(c.ring);
+        held_.clear();
+        pop_order_.restart();
+        target = want;
+        busy = 0;
+        back_off(++restarts);
+      } else {
+        wait_a_little();
+      }
+    }
+    if (held_.empty()) return std::nullopt;
+    const auto& best = oldest();
+    const std::uint64_t head = head_of(best.position), count = count_of(best.position);
+    atomic_store(state_word(best.ring), pack((head + 1) % opts_.capacity, count - 1));
+    relaxed::stamped<T> out{best.item.value, best.item.stamp, clock_.now(), best.ring};
+    for (const auto& c : held_) unlock(c.ring);
+    return out;
+  }
+
+  // ---- lock_free -----------------------------------------------------------------------------------------------
+
+  bool push_lock_free(int ring, const T& value) {
+    const auto enqueue = enqueue_word(ring);
+    std::uint64_t pos = atomic_load(enqueue);
+    for (;;) {
+      const auto sequence = sequence_word(ring, pos);
+      const auto lag = static_cast<std::int64_t>(atomic_load(sequence) - pos);
+      if (lag < 0) return false;  // the slot still holds the element of the previous lap: full
+      if (lag > 0) {              // another pusher took `pos`
+        pos = atomic_load(enqueue);
+        continue;
+      }
+      const std::uint64_t seen = compare_exchange(enqueue, pos, pos + 1);
+      if (seen == pos) {
+        put(item_at(ring, pos), item_type{clock_.now(), value});  // stamped once its position is claimed
+        atomic_store(sequence, pos + 1);  // publish
+        return true;
+      }
+      pos = seen;
+    }
+  }
+
+  std::optional<relaxed::stamped<T>> pop_lock_free(std::size_t want) {
+    for (int restarts = 0;; ++restarts) {
+      held_.clear();
+      pop_order_.restart();
+      while (held_.size() < want && pop_order_.remaining() > 0) {
+        const std::size_t position = pop_order_.pick(rng_);
+        const int ring = pop_order_.ring_at(position);
+        pop_order_.take(position);
+        if (auto pos = ready_head(ring)) held_.push_back({ring, *pos, get(item_at(ring, *pos))});
+      }
+      if (held_.empty()) return std::nullopt;
+      const auto& best = oldest();
+      const auto dequeue = dequeue_word(best.ring);
+      if (compare_exchange(dequeue, best.position, best.position + 1) == best.position) {
+        relaxed::stamped<T> out{best.item.value, best.item.stamp, clock_.now(), best.ring};
+        atomic_store(sequence_word(best.ring, best.position), best.position + opts_.capacity);  // free for next lap
+        return out;
+      }
+      back_off(restarts);  // another popper took that head first
+    }
+  }
+
+  /// The dequeue position of `ring` when its head slot holds a published element; nullopt when it is empty (or its
+  /// next element is claimed but not yet published).
+  std::optional<std::uint64_t> ready_head(int ring) {
+    const auto dequeue = dequeue_word(ring);
+    for (;;) {
+      const std::uint64_t pos = atomic_load(dequeue);
+      const auto lag = static_cast<std::int64_t>(atomic_load(sequence_word(ring, pos)) - (pos + 1));
+      if (lag == 0) return pos;
+      if (lag < 0) return std::nullopt;
+      // lag > 0: another popper took `pos` between the two reads; look again.
+    }
+  }
+
+  // ---- shared ----------------------------------------------------------------------------------------------------
+
+  const candidate& oldest() const {
+    return *std::min_element(held_.begin(), held_.end(), [](const candidate& a, const candidate& b) {
+      return a.item.stamp != b.item.stamp ? a.item.stamp < b.item.stamp : a.ring < b.ring;
+    });
+  }
+
+  /// One polite pause in a spin: progress for active messages, and the CPU for an oversubscribed lock holder.
+  static void wait_a_little() {
+    progress();
+    std::this_thread::yield();
+  }
+
+  /// A random pause that grows with the number of restarts (up to 2^10 pauses).
+  void back_off(int restarts) {
+    const std::uint64_t limit = std::uint64_t{1} << std::min(restarts, 10);
+    for (std::uint64_t i = rng_() % limit; i > 0; --i) wait_a_little();
+  }
+
+  relaxed::options opts_;
+  int me_;
+  int rings_;
+  detail::ring_order pop_order_;
+  detail::ring_order push_order_;
+  std::mt19937_64 rng_;
+  detail::synchronized_clock clock_;
+  std::vector<global_ptr<detail::relaxed_ring_header>> headers_;
+  std::vector<global_ptr<slot_type>> slots_;
+  std::vector<candidate> held_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,304 @@
+// Tests of relaxed_queue (every algorithm, lock mode and insertion option) and of its strict FIFO baseline.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shoal/containers/detail/linked_fifo_queue.hpp"
+#include "shoal/containers/relaxed_queue.hpp"
+#include "shoal_test.hpp"
+
+namespace {
+
+using shoal::relaxed::push_result;
+
+int me() { return shoal::rank(); }
+int np() { return shoal::size(); }
+
+/// Every rank's values, concatenated on rank 0 (empty elsewhere).
+std::vector<std::uint64_t> gather_to_root(const std::vector<std::uint64_t>& mine) {
+  const MPI_Comm comm = shoal::world().comm();
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(np())), displs(static_cast<std::size_t>(np()));
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+  int total = 0;
+  for (int r = 0; r < np(); ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<std::uint64_t> all(me() == 0 ? static_cast<std::size_t>(total) : 0);
+  MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T, 0, comm);
+  return all;
+}
+
+/// Operations per rank in the stress tests: fewer where every remote atomic may wait for a busy target's CPU
+/// (MPICH on the MPI path; ctest -j2 runs two of these binaries side by side on a small machine).
+int stress_ops() {
+  if (shoal::testing::oversubscribed()) return shoal::testing::scaled(300);
+  return shoal::current_rma_path() == shoal::rma_path::mpi ? 400 : 2000;
+}
+
+std::uint64_t id_of(int rank, std::uint64_t i) { return static_cast<std::uint64_t>(rank) << 32 | i; }
+
+struct config {
+  const char* name;
+  shoal::relaxed::algorithm algorithm;
+  shoal::relaxed::lock_mode mode;
+  shoal::relaxed::insertion insertion;
+};
+
+const config configs[] = {
+    {"lock_exclusive", shoal::relaxed::algorithm::lock_based, shoal::relaxed::lock_mode::exclusive,
+     shoal::relaxed::insertion::random},
+    {"lock_shared", shoal::relaxed::algorithm::lock_based, shoal::relaxed::lock_mode::shared,
+     shoal::relaxed::insertion::random},
+    {"lock_free", shoal::relaxed::algorithm::lock_free, shoal::relaxed::lock_mode::exclusive,
+     shoal::relaxed::insertion::random},
+    {"lock_exclusive_local_first", shoal::relaxed::algorithm::lock_based, shoal::relaxed::lock_mode::exclusive,
+     shoal::relaxed::insertion::local_first},
+    {"lock_free_local_first", shoal::relaxed::algorithm::lock_free, shoal::relaxed::lock_mode::exclusive,
+     shoal::relaxed::insertion::local_first},
+};
+
+class RelaxedQueue : public ::testing::TestWithParam<config> {
+ protected:
+  void SetUp() override {
+    // Oversubscribed on the MPI path every remote atomic waits for its target's time slice (MPICH): the
+    // local-first variants, which share their code with the random ones, run at 1 and 2 ranks and on shared memory.
+    if (GetParam().insertion == shoal::relaxed::insertion::local_first && shoal::testing::oversubscribed() &&
+        shoal::current_rma_path() == shoal::rma_path::mpi) {
+      GTEST_SKIP() << "local-first variant: covered without oversubscription and on the shared-memory path";
+    }
+  }
+
+  shoal::relaxed::options make(std::size_t capacity, int ncand = 2) const {
+    shoal::relaxed::options o;
+    o.capacity = capacity;
+    o.ncand = ncand;
+    o.algorithm = GetParam().algorithm;
+    o.mode = GetParam().mode;
+    o.insertion = GetParam().insertion;
+    o.seed = 42;
+    o.clock_sync_rounds = 2;
+    return o;
+  }
+};
+
+TEST_P(RelaxedQueue, EmptyQueuePopsNothing) {
+  shoal::relaxed_queue<std::uint64_t> q(make(16));
+  for (int ncand : {1, 2, np() + 2}) EXPECT_FALSE(q.try_pop(ncand).has_value()) << "ncand " << ncand;
+  EXPECT_EQ(q.size(), 0u);
+  EXPECT_GE(q.clock_error_bound_ns(), 0);
+}
+
+TEST_P(RelaxedQueue, FullWhenEveryRingIsFullThenDrainsExactly) {
+  // Small rings: under oversubscription every remote atomic waits for a time slice of its target.
+  const std::size_t capacity = shoal::testing::oversubscribed() ? 2 : 8;
+  shoal::relaxed_queue<std::uint64_t> q(make(capacity));
+  // Every rank pushes until `full`: with no pop running, the rings hold exactly capacity() elements in the end.
+  std::vector<std::uint64_t> pushed;
+  for (std::uint64_t i = 0;; ++i) {
+    if (q.push(id_of(me(), i)) == push_result::full) break;
+    pushed.push_back(id_of(me(), i));
+  }
+  EXPECT_EQ(q.push(id_of(me(), 999)), push_result::full);  // still full
+  const auto total = shoal::allreduce(static_cast<std::uint64_t>(pushed.size()), shoal::op::sum{});
+  EXPECT_EQ(total, q.capacity());
+  EXPECT_EQ(q.size(), q.capacity());
+
+  auto all_pushed = gather_to_root(pushed);
+  if (me() == 0) {
+    std::vector<std::uint64_t> popped;
+    while (auto v = q.try_pop()) popped.push_back(*v);
+    std::sort(popped.begin(), popped.end());
+    std::sort(all_pushed.begin(), all_pushed.end());
+    EXPECT_EQ(popped, all_pushed);
+  }
+  EXPECT_EQ(q.size(), 0u);
+  // Room again: a push succeeds.
+  EXPECT_EQ(q.push(id_of(me(), 1000)), push_result::pushed);
+  EXPECT_EQ(q.size(), static_cast<std::size_t>(np()));
+}
+
+TEST_P(RelaxedQueue, NcandLargerThanTheNonEmptyRings) {
+  shoal::relaxed_queue<std::uint64_t> q(make(32));
+  // Only the last rank pushes, into its own ring when local_first (otherwise into random rings).
+  constexpr std::uint64_t n = 3;
+  if (me() == np() - 1) {
+    for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(q.push(i), push_result::pushed);
+  }
+  shoal::barrier();
+  if (me() == 0) {
+    // Asking for more candidates than there are rings (or non-empty rings) shrinks the candidate set.
+    std::vector<std::uint64_t> popped;
+    while (auto s = q.try_pop_stamped(np() + 3)) {
+      popped.push_back(s->value);
+      if (GetParam().insertion == shoal::relaxed::insertion::local_first) EXPECT_EQ(s->ring, np() - 1);
+      EXPECT_LE(s->pushed_at, s->popped_at);
+    }
+    // With every ring examined and nobody else working, the pop order is the push order (oldest head first).
+    std::vector<std::uint64_t> expected(n);
+    for (std::uint64_t i = 0; i < n; ++i) expected[i] = i;
+    EXPECT_EQ(popped, expected);
+  }
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST_P(RelaxedQueue, OneRankWithEveryRingAsCandidateIsFifo) {
+  shoal::relaxed_queue<std::uint64_t> q(make(64));
+  if (me() == 0) {
+    const std::uint64_t n = std::min<std::uint64_t>(shoal::testing::oversubscribed() ? 6 : 40, q.capacity());
+    for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(q.push(i), push_result::pushed);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      auto v = q.try_pop(np());
+      ASSERT_TRUE(v.has_value());
+      EXPECT_EQ(*v, i);
+    }
+    EXPECT_FALSE(q.try_pop(np()).has_value());
+  }
+  shoal::barrier();
+}
+
+TEST_P(RelaxedQueue, ConcurrentPushPopLosesNothingAndDuplicatesNothing) {
+  // Small rings so that pushes also meet full rings under concurrency.
+  shoal::relaxed_queue<std::uint64_t> q(make(16));
+  const int ops = stress_ops();
+  std::mt19937_64 rng(static_cast<std::uint64_t>(me()) * 7919 + 1);
+  std::vector<std::uint64_t> pushed, popped;
+  std::uint64_t next = 0;
+  for (int i = 0; i < ops; ++i) {
+    if (rng() % 2 == 0) {
+      const auto id = id_of(me(), next++);
+      if (q.push(id) == push_result::pushed) pushed.push_back(id);
+    } else {
+      const int ncand = 1 + static_cast<int>(rng() % 4);
+      if (auto v = q.try_pop(ncand)) popped.push_back(*v);
+    }
+  }
+  const std::size_t left = q.size();
+  EXPECT_EQ(shoal::allreduce(static_cast<std::uint64_t>(pushed.size() - popped.size()), shoal::op::sum{}),
+            static_cast<std::uint64_t>(left));
+  auto all_pushed = gather_to_root(pushed);
+  auto all_popped = gather_to_root(popped);
+  if (me() == 0) {
+    while (auto v = q.try_pop(np())) all_popped.push_back(*v);
+    std::sort(all_pushed.begin(), all_pushed.end());
+    std::sort(all_popped.begin(), all_popped.end());
+    EXPECT_EQ(all_popped, all_pushed);
+    EXPECT_EQ(std::adjacent_find(all_popped.begin(), all_popped.end()), all_popped.end()) << "an element popped twice";
+  }
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST_P(RelaxedQueue, StructValuesRoundTrip) {
+  struct particle {
+    double x, y;
+    std::int32_t id;
+  };
+  shoal::relaxed_queue<particle> q(make(8, 1));
+  ASSERT_EQ(q.push(particle{1.5, -2.0, me()}), push_result::pushed);
+  shoal::barrier();
+  std::vector<std::uint64_t> seen;
+  while (auto p = q.try_pop()) {
+    EXPECT_EQ(p->x, 1.5);
+    EXPECT_EQ(p->y, -2.0);
+    seen.push_back(static_cast<std::uint64_t>(p->id));
+  }
+  auto all = gather_to_root(seen);
+  if (me() == 0) {
+    std::sort(all.begin(), all.end());
+    std::vector<std::uint64_t> expected(static_cast<std::size_t>(np()));
+    for (int r = 0; r < np(); ++r) expected[static_cast<std::size_t>(r)] = static_cast<std::uint64_t>(r);
+    EXPECT_EQ(all, expected);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, RelaxedQueue, ::testing::ValuesIn(configs),
+                         [](const ::testing::TestParamInfo<config>& info) { return std::string(info.param.name); });
+
+TEST(RelaxedQueueOptions, BadOptionsNameTheSetting) {
+  shoal::relaxed::options o;
+  o.capacity = 0;
+  try {
+    shoal::relaxed_queue<int> q(o);
+    FAIL() << "capacity 0 accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("capacity"), std::string::npos) << e.what();
+  }
+  o = {};
+  o.ncand = 0;
+  EXPECT_THROW(shoal::relaxed_queue<int>{o}, shoal::usage_error);
+  shoal::relaxed_queue<int> q(shoal::relaxed::options{.capacity = 4});
+  EXPECT_THROW((void)q.try_pop(0), shoal::usage_error);
+}
+
+TEST(RelaxedQueueOptions, DefaultsFollowThePaper) {
+  shoal::relaxed_queue<std::uint64_t> q;
+  EXPECT_EQ(q.options().capacity, 100'000u);
+  EXPECT_EQ(q.options().ncand, 2);
+  EXPECT_EQ(q.options().mode, shoal::relaxed::lock_mode::exclusive);
+  EXPECT_EQ(q.capacity(), 100'000u * static_cast<std::size_t>(np()));
+}
+
+// ---- the strict baseline -----------------------------------------------------------------------------------------
+
+TEST(LinkedFifoQueue, EmptyThenFifoFromOneProducer) {
+  const int n = shoal::testing::scaled(200);
+  shoal::detail::linked_fifo_queue<std::uint64_t> q(static_cast<std::size_t>(n));
+  EXPECT_FALSE(q.try_pop().has_value());
+  shoal::barrier();
+  if (me() == 0) {
+    for (int i = 0; i < n; ++i) ASSERT_EQ(q.push(static_cast<std::uint64_t>(i)), push_result::pushed);
+    EXPECT_EQ(q.push(0), push_result::full);  // the pool of this rank is used up
+  }
+  shoal::barrier();
+  // Every consumer sees the single producer's values in increasing order; together they see each value once.
+  std::vector<std::uint64_t> mine;
+  while (auto v = q.try_pop()) {
+    if (!mine.empty()) EXPECT_LT(mine.back(), *v);
+    mine.push_back(*v);
+  }
+  auto all = gather_to_root(mine);
+  if (me() == 0) {
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(all.size(), static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) EXPECT_EQ(all[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i));
+  }
+}
+
+TEST(LinkedFifoQueue, ConcurrentProducersKeepTheirOrder) {
+  const int ops = stress_ops();
+  shoal::detail::linked_fifo_queue<std::uint64_t> q(static_cast<std::size_t>(ops), np() - 1);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(me()) + 5);
+  std::vector<std::uint64_t> pushed, popped;
+  std::vector<std::uint64_t> last_seen(static_cast<std::size_t>(np()), 0);
+  std::uint64_t next = 1;
+  for (int i = 0; i < ops; ++i) {
+    if (rng() % 2 == 0) {
+      const auto id = id_of(me(), next++);
+      ASSERT_EQ(q.push(id), push_result::pushed);
+      pushed.push_back(id);
+    } else if (auto v = q.try_pop()) {
+      // FIFO: each producer's values reach this consumer in the order they were pushed.
+      const auto producer = static_cast<std::size_t>(*v >> 32);
+      EXPECT_GT(*v & 0xffffffffu, last_seen[producer]);
+      last_seen[producer] = *v & 0xffffffffu;
+      popped.push_back(*v);
+    }
+  }
+  shoal::barrier();
+  auto all_pushed = gather_to_root(pushed);
+  auto all_popped = gather_to_root(popped);
+  if (me() == 0) {
+    while (auto v = q.try_pop()) all_popped.push_back(*v);
+    std::sort(all_pushed.begin(), all_pushed.end());
+    std::sort(all_popped.begin(), all_popped.end());
+    EXPECT_EQ(all_popped, all_pushed);
+  }
+}
+
+}  // namespace
