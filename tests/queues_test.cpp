@@ -63,7 +63,7 @@ std::vector<value> values_of(int rank, std::size_t per_rank) {
 
 TEST(FastQueue, PushPhaseThenPopPhaseEveryValueOnce) {
   const std::size_t per_rank = static_cast<std::size_t>(scaled(400));
-  for (int host = 0; host < np(); ++host) {
+  for (int host : {0, np() - 1}) {
     shoal::fast_queue<value> q(host, per_rank * static_cast<std::size_t>(np()));
     EXPECT_EQ(q.host(), host);
     auto mine = values_of(me(), per_rank);
@@ -136,6 +136,7 @@ TEST(FastQueue, EmptyQueuePopsNothingAndStaysUsable) {
   std::vector<value> out = {42};
   EXPECT_EQ(q.pop(out, 3), 0u);
   EXPECT_EQ(out, std::vector<value>{42});
+  shoal::barrier();  // size() is exact between phases: other ranks' failed claims are handed back by now
   EXPECT_TRUE(q.empty());
   shoal::barrier();
   if (me() == 0) ASSERT_TRUE(q.push(value{7}));
@@ -149,7 +150,7 @@ TEST(FastQueue, EmptyQueuePopsNothingAndStaysUsable) {
 TEST(FastQueue, WrapsAroundTheRing) {
   // Capacity 5 and rounds of 3 values: positions wrap many times, with vector pushes split over the end.
   shoal::fast_queue<value> q(0, 5);
-  for (value round = 0; round < 20; ++round) {
+  for (value round = 0; round < 8; ++round) {
     if (me() == np() - 1) {
       std::vector<value> three = {round * 3, round * 3 + 1, round * 3 + 2};
       ASSERT_TRUE(q.push(three));
@@ -165,7 +166,7 @@ TEST(FastQueue, WrapsAroundTheRing) {
 }
 
 TEST(FastQueue, AsyncPushCompletesAtTheHost) {
-  const std::size_t per_rank = 300;
+  const std::size_t per_rank = static_cast<std::size_t>(scaled(600));
   const int host = np() / 2;
   shoal::fast_queue<value> q(host, per_rank * static_cast<std::size_t>(np()));
   const auto mine = values_of(me(), per_rank);
@@ -343,7 +344,7 @@ TYPED_TEST(BothQueues, MovedTemporariesStayIntact) {
     queues.back() = std::move(spare);
     EXPECT_THROW((void)spare.size(), shoal::usage_error);  // the moved-from handle owns nothing
 
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 2; ++round) {
       // Push phase: every rank sends its values to every queue, in chunks of 13 and single values.
       auto mine = values_of(me(), per_rank);
       for (auto& q : queues) {
@@ -443,7 +444,7 @@ TEST(CircularQueue, ConcurrentPushesAndPopsEveryValueOnce) {
 TEST(CircularQueue, ConcurrentPhasesOnOneQueuePerRank) {
   // One queue per rank; every rank pushes to every queue (push-only phase), then every rank pops from every queue
   // (pop-only phase).
-  const std::size_t per_rank = static_cast<std::size_t>(scaled(200));
+  const std::size_t per_rank = static_cast<std::size_t>(scaled(100));
   std::vector<shoal::circular_queue<value>> queues;
   for (int r = 0; r < np(); ++r) queues.emplace_back(r, per_rank * static_cast<std::size_t>(np()));
   exactly_once check(per_rank * static_cast<std::size_t>(np()) * static_cast<std::size_t>(np()));

@@ -12,6 +12,8 @@
 //   reserve_in_phase  one fetch_add; a claim that does not fit hands back its excess with a second fetch_add.
 //                     Correct only while the bound does not move (a phase of only pushes or only pops): then every
 //                     claim that starts past a claim that failed also fails, so hand-backs never leave holes.
+//                     A claim that cannot fit even from the cached counter (a lower bound) is refused without
+//                     claiming, so a full queue costs 1 A and never disturbs concurrent claims.
 //   reserve_local     the host alone, plain CPU atomics on its own memory, no remote operation.
 // The bound is read from a per-handle cache and re-read (1 A) only when the cached value says "no room": counters
 // only grow, so a cached value is a safe lower bound.
@@ -127,11 +129,13 @@ class hosted_ring {
     return v;
   }
 
-  /// Values between head and tail (2 A); exact between phases.
+  /// Values between head and tail (2 A); exact between phases. During a phase, claims in flight may put head
+  /// past tail for a moment: that reads as 0.
   std::size_t size() {
     check_valid();
     const position h = load(ring_word::head);
-    return static_cast<std::size_t>(load(ring_word::tail) - h);
+    const position t = load(ring_word::tail);
+    return t > h ? static_cast<std::size_t>(t - h) : 0;
   }
 
   // ---- claiming slots -----------------------------------------------------------------------------------------
@@ -161,6 +165,9 @@ class hosted_ring {
   }
 
   slot_range reserve_in_phase(ring_word counter, ring_word bound, std::size_t slack, std::size_t n, claim how) {
+    // The cached counter is a lower bound: if even from there nothing fits, the claim cannot fit now. Not claiming
+    // at all keeps a doomed claim from making concurrent claims fail while it is handed back.
+    if (fitting(cached(counter), bound, slack, n, how) == 0) return {cached(counter), 0};
     const position first = fetch_add(word(counter), position{n});
     const std::size_t take = fitting(first, bound, slack, n, how);
     if (take < n) fetch_add(word(counter), position{0} - position{n - take});  // hand back what does not fit
