@@ -198,11 +198,13 @@ class hosted_ring {
   }
 
   void publish_in_order(ring_word ready, position first, std::size_t n) {
-    // Waits for the earlier claims; yields so that an earlier claimer sharing this core (oversubscribed ranks)
-    // gets to finish instead of the wait burning its time slice.
-    while (compare_exchange(word(ready), first, first + n) != first) {
+    // Waits for the earlier claims: spins briefly (the predecessor is usually a few operations from done), then
+    // yields, so that a predecessor sharing this core (oversubscribed ranks) gets to finish instead of the wait
+    // burning the time slice.
+    constexpr int spins_before_yield = 64;
+    for (int attempt = 0; compare_exchange(word(ready), first, first + n) != first; ++attempt) {
       progress();
-      std::this_thread::yield();
+      if (attempt >= spins_before_yield) std::this_thread::yield();
     }
     note(ready, first + n);
   }
