@@ -15,14 +15,15 @@
 //   q.pop() / q.pop(out, n)           no           A + R (+ wrap)        std::optional / count appended to out (up
 //                                                                          to n, fewer when fewer are there)
 //   push / pop with promise::local    host only    l                     memcpy and local counters, no remote op
-//   q.size()                          no           2 A                   exact between phases
+//   q.size()                          no           2 A                   exact between phases (0 while pops that
+//                                                                          do not fit are handing slots back)
 //   q.resize(capacity)                collective   2 B + l               keeps the values; capacity >= size()
 //   q.migrate(new_host)               collective   2 B + n R + 2 A       keeps the values
 //   ~fast_queue                       local        l on the host         destroy after the last phase's barrier
 // The bound of a claim is cached per handle (BCL): a push re-reads head (one more A) only when its cached copy says
-// the queue is full; a pop re-reads tail only when the cached copy says empty. A claim that does not fit hands its
-// slots back with one more A, so a push to a full queue costs 3 A and writes nothing, and so does a pop of an empty
-// queue.
+// the queue is full; a pop re-reads tail only when the cached copy says empty. A push to a full queue (a pop of an
+// empty one) costs 1 A and changes nothing; when this handle's cached counters are stale it claims first and hands
+// the slots back: 3 A.
 //
 // Concurrency promises (containers/promise.hpp): push defaults to promise::push and pop to promise::pop (the
 // phase contract). promise::local (host only: only the host works on the queue in this phase) uses CPU operations

@@ -131,10 +131,12 @@ class hosted_ring {
 
   /// Values between head and tail (2 A); exact between phases. During a phase, claims in flight may put head
   /// past tail for a moment: that reads as 0.
-  std::size_t size() {
+  /// The values read here do not enter the cache: mid-phase they may include claims that are being handed back,
+  /// and the cache must stay a lower bound of what the counters settle to.
+  std::size_t size() const {
     check_valid();
-    const position h = load(ring_word::head);
-    const position t = load(ring_word::tail);
+    const position h = atomic_load(word(ring_word::head));
+    const position t = atomic_load(word(ring_word::tail));
     return t > h ? static_cast<std::size_t>(t - h) : 0;
   }
 
