@@ -1,0 +1,42 @@
+// Workload `isx`: the ISx bucket sort (apps/isx) — exchange, sort and total time of shoal's fast_queue version
+// beside the MPI_Alltoallv reference, both in the same run on the same keys. --size sets the keys per rank
+// (default 2^22, as in BCL's figure on this machine). Run once per RMA path.
+#include <algorithm>
+#include <vector>
+
+#include "../apps/isx/isx.hpp"
+#include "bench.hpp"
+
+namespace {
+
+using shoal::bench::better;
+
+void run_isx(shoal::bench::context& ctx) {
+  isx::parameters p;
+  p.keys_per_rank = ctx.size_or(std::size_t{1} << 22);
+  const isx::sorter sorter(p);
+  std::vector<isx::outcome> runs;
+  for (int rep = 0; rep < 3; ++rep) {
+    ctx.progress("run " + std::to_string(rep + 1) + " of 3");
+    runs.push_back(sorter.run());
+    if (!runs.back().verified) throw shoal::error("isx: verification failed: " + runs.back().problem);
+  }
+  auto median = [&](auto field) {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(field(r));
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const std::string variant = std::to_string(p.keys_per_rank) + " keys/rank, msg " + std::to_string(p.message_size);
+  ctx.report("ISx exchange", variant, median([](const auto& r) { return r.shoal.exchange; }), "s", "MPI_Alltoallv",
+             median([](const auto& r) { return r.reference.exchange; }), better::lower);
+  ctx.report("ISx local sort", variant, median([](const auto& r) { return r.shoal.sort; }), "s", "MPI_Alltoallv",
+             median([](const auto& r) { return r.reference.sort; }), better::lower);
+  ctx.report("ISx total", variant, median([](const auto& r) { return r.shoal.total(); }), "s", "MPI_Alltoallv",
+             median([](const auto& r) { return r.reference.total(); }), better::lower);
+}
+
+const shoal::bench::registrar reg("isx", "ISx bucket sort: fast_queue async pushes vs MPI_Alltoallv", run_isx,
+                                  /*on_both_paths=*/true);
+
+}  // namespace

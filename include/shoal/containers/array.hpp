@@ -1,0 +1,97 @@
+// shoal/containers/array.hpp — shoal::array<T>: BCL's Array, a fixed-size 1-D array hosted on one rank.
+//
+// Model: one-sided (RDMA), hosted: the n elements live in one rank's symmetric heap; every rank reads and writes
+// them with remote get / put, without the host's CPU. Elements start value-initialised (T{}).
+//
+// Operations (R read, W write, B barrier, l local work):
+//   array<T> a(host, n)                  collective  B + broadcast   allocates and zeroes on the host
+//   a.get(i) / a.get(first, span out)    no          R               blocking
+//   a.put(i, v) / a.put(first, span in)  no          W               blocking: complete at the host on return
+//   a.ptr(i)                             no          -               global_ptr<T> for async_get / async_put
+//   a.local_span()                       host        l               the elements as a std::span (empty elsewhere)
+//   ~array                               local       l on the host   destroy after the last phase's barrier
+// Concurrency: get/put are plain reads and writes; concurrent writes to one element race (use a barrier between
+// phases, or shoal atomics on an array of integers through ptr(i)).
+// Errors: usage_error (host outside the team, an index out of range, a moved-from handle), heap_exhausted.
+// Handles are move-only; only the host's object frees the storage. T is trivially copyable (shoal::remote_storable).
+//
+// Example:
+//   shoal::array<double> table(0, 1000);          // on rank 0
+//   table.put(shoal::rank(), 1.5 * shoal::rank());
+//   shoal::barrier();
+//   double x = table.get(0);
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "shoal/containers/detail/hosted_allocation.hpp"
+#include "shoal/core/rma.hpp"
+#include "shoal/core/team.hpp"
+
+namespace shoal {
+
+namespace detail {
+/// Throws usage_error unless [first, first + count) lies inside [0, size).
+inline void check_index_range(std::size_t first, std::size_t count, std::size_t size, const char* where) {
+  if (first > size || count > size - first) {
+    throw usage_error(std::string("shoal::") + where + ": elements [" + std::to_string(first) + ", " +
+                      std::to_string(first + count) + ") outside the " + std::to_string(size) + " elements");
+  }
+}
+}  // namespace detail
+
+template <remote_storable T>
+class array {
+ public:
+  using value_type = T;
+
+  /// Collective: every rank passes the same host and size.
+  array(int host, std::size_t size) : block_(host, std::max<std::size_t>(size, 1), "array"), size_(size) {
+    if (block_.on_this_rank()) std::fill_n(block_.local(), size_, T{});
+    world().barrier();
+  }
+
+  array(array&& other) noexcept = default;
+  array& operator=(array&& other) noexcept = default;
+  array(const array&) = delete;
+  array& operator=(const array&) = delete;
+
+  int host() const noexcept { return block_.host(); }
+  std::size_t size() const noexcept { return size_; }
+
+  global_ptr<T> ptr(std::size_t i) const {
+    check(i, 1);
+    return block_.ptr() + static_cast<std::ptrdiff_t>(i);
+  }
+
+  T get(std::size_t i) const { return shoal::get(ptr(i)); }
+  void get(std::size_t first, std::span<T> out) const {
+    check(first, out.size());
+    if (!out.empty()) shoal::get(block_.ptr() + static_cast<std::ptrdiff_t>(first), out.data(), out.size());
+  }
+  void put(std::size_t i, const T& value) { shoal::put(ptr(i), value); }
+  void put(std::size_t first, std::span<const T> values) {
+    check(first, values.size());
+    if (!values.empty()) shoal::put(block_.ptr() + static_cast<std::ptrdiff_t>(first), values.data(), values.size());
+  }
+
+  /// The elements, on the host; an empty span on every other rank.
+  std::span<T> local_span() const {
+    if (!block_.on_this_rank()) return {};
+    return {block_.local(), size_};
+  }
+
+ private:
+  void check(std::size_t first, std::size_t count) const {
+    if (block_.empty()) throw usage_error("shoal::array: this handle was moved from");
+    detail::check_index_range(first, count, size_, "array");
+  }
+
+  detail::hosted_allocation<T> block_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace shoal

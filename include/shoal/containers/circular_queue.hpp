@@ -1,0 +1,145 @@
+// shoal/containers/circular_queue.hpp — shoal::circular_queue<T>: BCL's CircularQueue, a hosted multi-reader,
+// multi-writer ring buffer whose atomicity is chosen per call by a concurrency promise (BCL Table 4).
+//
+// Model: one-sided (RDMA), hosted. The values and four counters live in the host's symmetric heap: head / tail
+// count claimed slots, head_ready / tail_ready count completed pops / pushes. A push may only overwrite slots whose
+// pop completed (below head_ready + capacity); a pop only reads slots whose push completed (below tail_ready).
+//
+// Operations and their implementations (n values; R read, W write, A atomic, B barrier, l local CPU work; a
+// value that wraps around the end of the ring costs one more W or R):
+//   circular_queue<T> q(host, capacity)  collective  B + 2 broadcasts
+//   push(v | span)        promise::any (default)  2 A + W   CAS tail (claim), put + flush, CAS tail_ready from the
+//                                                           claim's start (waits for earlier pushes)     Table 4a
+//                         promise::push           2 A + W   fetch_add tail, put + flush, fetch_add tail_ready 4b
+//                         promise::local          l         host only; memcpy and local counters          4c
+//   pop() / pop(out, n)   promise::any (default)  2 A + R   CAS head, get, CAS head_ready in claim order  4d
+//                         promise::pop            2 A + R   fetch_add head, get, fetch_add head_ready      4e
+//                         promise::local          l         host only                                      4f
+//   size()                                        2 A       exact between phases
+//   resize(capacity)      collective              2 B + l   keeps the values; capacity >= size()
+//   migrate(new_host)     collective              2 B + n R + 2 A
+//   ~circular_queue       local                   l on the host; destroy after the last phase's barrier
+// Each handle caches the counters it last saw: a push re-reads head_ready (one more A) only when the cache says
+// full, a pop re-reads tail_ready only when it says empty, and the default path starts its CAS from the cached
+// claim counter (one more A per claim of another rank that got in first). The fully atomic paths cost 2 A + W / R
+// when uncontended, as in BCL; they never use BCL's fetch_add-then-undo claim, which can leave a hole that blocks
+// every later push when pops run concurrently.
+// In the promise::push / promise::pop paths a claim that does not fit hands its slots back with one more A.
+//
+// Promises (containers/promise.hpp): the promise names what may run concurrently, anywhere, until the next
+// barrier. push(v, promise::push): only pushes; pop(promise::pop): only pops; promise::local: only the host works on
+// the queue. promise::push | promise::pop (or the default promise::any) selects the fully atomic path. Each variant
+// gives the same results in the phases it allows.
+//
+// Full queue: push returns false ([[nodiscard]]) and writes nothing (all or nothing for a span); capacity is the
+// constructor's argument (or resize). Empty queue: pop returns std::nullopt / 0 (pop(out, n) takes up to n).
+// Errors: usage_error (host outside the team, capacity 0, resize below size(), a moved-from handle,
+// promise::local on a rank other than the host), heap_exhausted (raise SHOAL_HEAP_SIZE) — on every rank.
+// Handles are move-only; only the host's object frees the storage, and a moved-from handle owns nothing (see
+// fast_queue.hpp). Element types: trivially copyable (concept shoal::remote_storable).
+//
+// Example (a work queue on rank 0 that every rank feeds and drains at the same time):
+//   shoal::circular_queue<std::uint64_t> work(0, 4096);                  // collective
+//   if (!work.push(shoal::rank())) { /* full: retry later */ }            // fully atomic
+//   while (auto task = work.pop()) process(*task);                        // concurrent with other ranks' pushes
+//   shoal::barrier();
+//   std::vector<std::uint64_t> batch(64, 7);
+//   (void)work.push(std::span<const std::uint64_t>(batch), shoal::promise::push);   // a push-only phase: 4b
+//   shoal::barrier();
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "shoal/containers/detail/hosted_ring.hpp"
+#include "shoal/containers/promise.hpp"
+
+namespace shoal {
+
+template <remote_storable T>
+class circular_queue {
+ public:
+  using value_type = T;
+
+  /// Collective: every rank constructs the queue with the same host and capacity.
+  circular_queue(int host, std::size_t capacity) : ring_(host, capacity, "circular_queue") {}
+
+  circular_queue(circular_queue&&) noexcept = default;
+  circular_queue& operator=(circular_queue&&) noexcept = default;
+  circular_queue(const circular_queue&) = delete;
+  circular_queue& operator=(const circular_queue&) = delete;
+
+  int host() const noexcept { return ring_.host(); }
+  std::size_t capacity() const noexcept { return ring_.capacity(); }
+
+  /// Pushes one value; false (nothing written) when the queue is full.
+  [[nodiscard]] bool push(const T& value, concurrency promised = promise::any) {
+    return push(std::span<const T>(&value, 1), promised);
+  }
+  [[nodiscard]] bool push(const std::vector<T>& values, concurrency promised = promise::any) {
+    return push(std::span<const T>(values), promised);
+  }
+
+  /// Pushes all values or none; false when they do not all fit.
+  [[nodiscard]] bool push(std::span<const T> values, concurrency promised = promise::any) {
+    const auto path = checked_path(promised, promise::push, "push");
+    if (values.empty()) return true;
+    const auto r = ring_.reserve(path, tail, head_ready, capacity(), values.size(), detail::claim::all_or_nothing);
+    if (r.count == 0) return false;
+    ring_.write(r, values.data(), path);
+    ring_.publish(path, tail_ready, r);
+    return true;
+  }
+
+  /// Pops one value; std::nullopt when the queue is empty.
+  std::optional<T> pop(concurrency promised = promise::any) {
+    const auto path = checked_path(promised, promise::pop, "pop");
+    const auto r = ring_.reserve(path, head, tail_ready, 0, 1, detail::claim::up_to);
+    if (r.count == 0) return std::nullopt;
+    T value;
+    ring_.read(r, &value, path);
+    ring_.publish(path, head_ready, r);
+    return value;
+  }
+
+  /// Pops up to n values and appends them to out; returns how many (0 when empty).
+  std::size_t pop(std::vector<T>& out, std::size_t n, concurrency promised = promise::any) {
+    const auto path = checked_path(promised, promise::pop, "pop");
+    if (n == 0) return 0;
+    const auto r = ring_.reserve(path, head, tail_ready, 0, n, detail::claim::up_to);
+    if (r.count == 0) return 0;
+    out.resize(out.size() + r.count);
+    ring_.read(r, out.data() + (out.size() - r.count), path);
+    ring_.publish(path, head_ready, r);
+    return r.count;
+  }
+
+  /// Values in the queue (2 A); exact between phases.
+  std::size_t size() { return ring_.size(); }
+  bool empty() { return size() == 0; }
+
+  /// Collective: a new capacity (at least size()); the values are kept.
+  void resize(std::size_t new_capacity) { ring_.resize(new_capacity); }
+  /// Collective: moves the queue and its values to `new_host`.
+  void migrate(int new_host) { ring_.migrate(new_host); }
+
+ private:
+  using word = detail::ring_word;
+  static constexpr auto head = word::head;
+  static constexpr auto tail = word::tail;
+  static constexpr auto head_ready = word::head_ready;
+  static constexpr auto tail_ready = word::tail_ready;
+
+  detail::queue_path checked_path(concurrency promised, concurrency operation, const char* name) const {
+    const auto path = detail::select_queue_path(promised, operation);
+    if (path == detail::queue_path::local) ring_.check_host(name);
+    else ring_.check_valid();
+    return path;
+  }
+
+  detail::hosted_ring<T> ring_;
+};
+
+}  // namespace shoal

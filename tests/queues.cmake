@@ -1,0 +1,3 @@
+# fast_queue and circular_queue (containers/fast_queue.hpp, containers/circular_queue.hpp), on the path chosen at
+# start (shared memory here) and on the forced MPI RMA path.
+shoal_add_mpi_test(queues SOURCES queues_test.cpp TIMEOUT 120 VARIANTS "mpi:SHOAL_FORCE_MPI=1")
