@@ -104,9 +104,9 @@ template <class... W, class... Args>
 struct args_convert<type_list<W...>, Args...> : std::bool_constant<(std::is_constructible_v<W, Args&&> && ...)> {};
 
 template <class Wire>
-struct all_sendable;
+struct every_type_is_serializable;
 template <class... W>
-struct all_sendable<type_list<W...>> : std::bool_constant<(sendable<W> && ...)> {};
+struct every_type_is_serializable<type_list<W...>> : std::bool_constant<(sendable<W> && ...)> {};
 
 template <class Wire>
 struct all_trivial;
