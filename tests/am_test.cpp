@@ -42,6 +42,8 @@ int me() { return shoal::rank(); }
 int np() { return shoal::size(); }
 int right() { return (me() + 1) % np(); }
 
+// Clears the counters between two quiescence barriers. A rank leaves a barrier slightly before or after the others
+// and may receive the next test's messages while still inside it, so per-test state is always set before a barrier.
 void reset() {
   shoal::am::barrier();
   h::per_source.assign(static_cast<std::size_t>(np()), 0);
@@ -296,9 +298,9 @@ void check_order(std::int64_t seq) {
 }
 
 TEST(Am, PerPairOrderAcrossHandlersSizesAndRpc) {
-  reset();
   next_expected.assign(static_cast<std::size_t>(np()), 0);
   order_violations = 0;
+  reset();  // state first, then the barrier: a faster rank's messages may arrive while this one is still inside it
   const std::int64_t n = shoal::testing::scaled(3000);
   std::vector<shoal::future<void>> replies;
   for (std::int64_t i = 0; i < n; ++i) {
