@@ -168,7 +168,6 @@ class engine {
       if (global[0] == previous_handled) break;
       previous_handled = global[1];
     }
-    ++barriers_;
   }
 
   /// Throws the failures of fire-and-forget handlers reported to this rank, if any (then forgets them).
@@ -403,7 +402,6 @@ class engine {
   std::uint64_t sent_ = 0;     // messages appended to a buffer (for quiescence)
   std::uint64_t handled_ = 0;  // messages whose handler finished (for quiescence)
   std::uint64_t buffers_sent_ = 0;
-  std::uint64_t barriers_ = 0;
   std::uint64_t loop_epoch_ = 0;
 
   std::vector<std::string> errors_;
