@@ -80,7 +80,7 @@ class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
 
-  engine() {
+  engine() : run_(++runs_started()) {
     auto& r = shoal::detail::rt();
     SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
     me_ = r.rank;
@@ -99,6 +99,8 @@ class engine {
   }
 
   int rank() const { return me_; }
+  /// Which environment of this process the engine belongs to (1, 2, ...).
+  std::uint64_t run() const { return run_; }
   int size() const { return size_; }
 
   // ---- sending ---------------------------------------------------------------------------------------------------
@@ -383,6 +385,12 @@ class engine {
     run(b);
   }
 
+  static std::uint64_t& runs_started() {
+    static std::uint64_t n = 0;
+    return n;
+  }
+
+  std::uint64_t run_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int me_ = 0;
   int size_ = 1;
