@@ -215,6 +215,36 @@ void bitwise_and_exchange() {
 TEST(Atomics, Bitwise64) { bitwise_and_exchange<std::uint64_t>(); }
 TEST(Atomics, Bitwise32) { bitwise_and_exchange<std::int32_t>(); }
 
+template <class T>
+void mixed_operations_on_one_word() {
+  // fetch_add, compare_exchange, atomic_load and fetch_xor race on one word; every update is kept only if all of
+  // them are atomic with respect to each other.
+  auto ptrs = shoal::allocate_collective<T>(1);
+  auto word = ptrs[0];
+  if (me() == 0) *word.local() = 0;
+  shoal::barrier();
+  const int rounds = shoal::testing::scaled(2000);
+  const T flag = T{1} << (me() % 8);  // low byte: per-rank flag bits, toggled twice
+  for (int i = 0; i < rounds; ++i) {
+    shoal::fetch_add(word, T{256});
+    T seen = shoal::atomic_load(word);
+    while (true) {
+      const T old = shoal::compare_exchange(word, seen, static_cast<T>(seen + 256));
+      if (old == seen) break;
+      seen = old;
+    }
+    shoal::fetch_xor(word, flag);
+    shoal::fetch_xor(word, flag);
+  }
+  shoal::barrier();
+  EXPECT_EQ(shoal::atomic_load(word), static_cast<T>(static_cast<std::uint64_t>(rounds) * 512u * static_cast<std::uint64_t>(np())));
+  shoal::barrier();
+  shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
+}
+
+TEST(Atomics, MixedOperationsOnOneWord64) { mixed_operations_on_one_word<std::uint64_t>(); }
+TEST(Atomics, MixedOperationsOnOneWord32) { mixed_operations_on_one_word<std::uint32_t>(); }
+
 TEST(Atomics, CompareExchangeLockKeepsMutualExclusion) {
   // A spin lock on rank 0 guards a plain (non-atomic) counter on the last rank; every increment is a get + put.
   auto locks = shoal::allocate_collective<std::int64_t>(1);

@@ -120,6 +120,12 @@ class environment {
         MPI_Info_set(info, "alloc_shared_noncontig", "true");
         rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(seg), 1, info, r->comm, &r->base, &r->win);
       } else {
+        // shoal's containers mix different atomic operations on one word (fetch_add, fetch_xor, compare_exchange).
+        // MPI's default hint (accumulate_ops = same_op_no_op) lets an implementation assume they never mix, e.g. by
+        // serving some in hardware and others in software. MPICH's which_accumulate_ops names every operation shoal
+        // issues, so it must choose one mechanism that keeps them atomic with each other (other MPIs ignore it).
+        // tests/core_test.cpp (MixedOperationsOnOneWord*) checks the property on both MPIs.
+        MPI_Info_set(info, "which_accumulate_ops", "sum,band,bor,bxor,replace,no_op,cswap");
         rc = MPI_Win_allocate(static_cast<MPI_Aint>(seg), 1, info, r->comm, &r->base, &r->win);
       }
       MPI_Info_free(&info);

@@ -70,7 +70,8 @@ class future {
   /// Blocks until the operation completes, making progress meanwhile.
   void wait() const {
     check_valid();
-    while (!(state_->done || state_->test())) progress();
+    detail::spin_waiter pause;
+    while (!(state_->done || state_->test())) pause();
   }
 
   /// Waits and returns the result (moving it out; the future is no longer valid afterwards).

@@ -4,6 +4,8 @@
 // a local word) call shoal::progress() themselves. Layers above the core (active messages) register a hook here.
 #pragma once
 
+#include <thread>
+
 #include "shoal/core/detail/runtime.hpp"
 
 namespace shoal {
@@ -18,13 +20,29 @@ inline void progress() {
 
 namespace shoal::detail {
 
+/// One step of every wait loop in shoal: makes progress and, once the wait is no longer short, yields the CPU, so a
+/// rank that shares its core with the rank it waits for (more ranks than cores) lets that rank run instead of
+/// burning its time slice. Construct one per wait; call it once per unsuccessful poll.
+class spin_waiter {
+ public:
+  static constexpr int spins_before_yield = 64;
+  void operator()() {
+    progress();
+    if (++spins_ > spins_before_yield) std::this_thread::yield();
+  }
+
+ private:
+  int spins_ = 0;
+};
+
 /// Waits for an MPI request while making progress, so a rank that waits never starves its peers.
 inline void wait_request(MPI_Request& req) {
+  spin_waiter pause;
   int done = 0;
   for (;;) {
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (done) return;
-    progress();
+    pause();
   }
 }
 

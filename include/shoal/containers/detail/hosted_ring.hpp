@@ -31,7 +31,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -201,13 +200,9 @@ class hosted_ring {
 
   void publish_in_order(ring_word ready, position first, std::size_t n) {
     // Waits for the earlier claims: spins briefly (the predecessor is usually a few operations from done), then
-    // yields, so that a predecessor sharing this core (oversubscribed ranks) gets to finish instead of the wait
-    // burning the time slice.
-    constexpr int spins_before_yield = 64;
-    for (int attempt = 0; compare_exchange(word(ready), first, first + n) != first; ++attempt) {
-      progress();
-      if (attempt >= spins_before_yield) std::this_thread::yield();
-    }
+    // yields, so that a predecessor sharing this core (oversubscribed ranks) gets to finish.
+    shoal::detail::spin_waiter pause;
+    while (compare_exchange(word(ready), first, first + n) != first) pause();
     note(ready, first + n);
   }
   void publish_any_order(ring_word ready, std::size_t n) { note(ready, fetch_add(word(ready), position{n}) + n); }
