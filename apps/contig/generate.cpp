@@ -11,27 +11,12 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <random>
-#include <set>
 #include <string>
 #include <unordered_map>
 
 #include "fasta.hpp"
 #include "kmer.hpp"
-
-namespace {
-
-struct seen_bases {
-  std::set<char> left, right;
-};
-
-char summarize(const std::set<char>& bases) {
-  if (bases.empty()) return 'X';
-  return bases.size() == 1 ? *bases.begin() : 'F';
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"shoal-contig-gen: a random genome, its k-mers (UFX-like) and its expected contigs"};
@@ -64,24 +49,12 @@ int main(int argc, char** argv) {
     genome.replace(to, repeat_length, stretch);
   }
 
-  std::map<std::string, seen_bases> kmers;  // canonical k-mer -> neighbours in its canonical orientation
-  for (std::size_t i = 0; i + k <= length; ++i) {
-    const std::string s = genome.substr(i, k);
-    const std::string c = contig::canonical(s);
-    auto& seen = kmers[c];
-    const bool forward = c == s;
-    if (i > 0) (forward ? seen.left : seen.right).insert(forward ? genome[i - 1] : contig::complement(genome[i - 1]));
-    if (i + k < length) {
-      (forward ? seen.right : seen.left).insert(forward ? genome[i + k] : contig::complement(genome[i + k]));
-    }
-  }
-
+  const auto records = contig::genome_kmers(genome, k);
   std::ofstream ufx(out + ".ufx");
   std::unordered_map<contig::packed_kmer, contig::extensions> table;
-  for (const auto& [c, seen] : kmers) {
-    const contig::extensions e{summarize(seen.left), summarize(seen.right)};
-    ufx << c << '\t' << e.left << e.right << '\n';
-    table.emplace(contig::pack(c), e);
+  for (const auto& r : records) {
+    ufx << r.kmer << '\t' << r.ext.left << r.ext.right << '\n';
+    table.emplace(contig::pack(r.kmer), r.ext);
   }
   if (!ufx) {
     std::cerr << "shoal-contig-gen: cannot write " << out << ".ufx\n";
@@ -94,13 +67,13 @@ int main(int argc, char** argv) {
     return it->second;
   });
   std::vector<std::string> unitigs;
-  for (const auto& [c, seen] : kmers) {
-    for (auto& u : walk.contigs_from(c, table.at(contig::pack(c)))) unitigs.push_back(std::move(u));
+  for (const auto& r : records) {
+    for (auto& u : walk.contigs_from(r.kmer, r.ext)) unitigs.push_back(std::move(u));
   }
   std::sort(unitigs.begin(), unitigs.end());
   contig::write_fasta(out + ".expected.fa", unitigs, "unitig");
   contig::write_fasta(out + ".genome.fa", {genome}, "genome");
-  std::cout << "shoal-contig-gen: genome " << length << " bases, " << kmers.size() << " distinct " << k << "-mers, "
+  std::cout << "shoal-contig-gen: genome " << length << " bases, " << records.size() << " distinct " << k << "-mers, "
             << unitigs.size() << " unitigs -> " << out << ".{ufx,expected.fa,genome.fa}\n";
   return 0;
 }

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -105,6 +106,30 @@ inline ufx_record parse_ufx_line(std::string_view line, std::size_t line_number)
   auto rc = reverse_complement(r.kmer);
   if (rc < r.kmer) r = ufx_record{std::move(rc), extensions{complement(r.ext.right), complement(r.ext.left)}};
   return r;
+}
+
+/// The error-free k-mers of a genome with their extensions (X: no neighbour, F: several), sorted by k-mer.
+inline std::vector<ufx_record> genome_kmers(const std::string& genome, std::size_t k) {
+  struct seen {
+    std::string left, right;  // distinct neighbouring bases, canonical orientation
+  };
+  std::map<std::string, seen> kmers;
+  auto note = [](std::string& set, char b) {
+    if (set.find(b) == std::string::npos) set.push_back(b);
+  };
+  for (std::size_t i = 0; i + k <= genome.size(); ++i) {
+    const std::string s = genome.substr(i, k);
+    const std::string c = canonical(s);
+    auto& n = kmers[c];
+    const bool forward = c == s;
+    if (i > 0) note(forward ? n.left : n.right, forward ? genome[i - 1] : complement(genome[i - 1]));
+    if (i + k < genome.size()) note(forward ? n.right : n.left, forward ? genome[i + k] : complement(genome[i + k]));
+  }
+  auto summarize = [](const std::string& bases) { return bases.empty() ? 'X' : bases.size() == 1 ? bases[0] : 'F'; };
+  std::vector<ufx_record> out;
+  out.reserve(kmers.size());
+  for (const auto& [c, n] : kmers) out.push_back(ufx_record{c, extensions{summarize(n.left), summarize(n.right)}});
+  return out;
 }
 
 /// The Meraculous walk over any k-mer table: `lookup(packed canonical k-mer) -> std::optional<extensions>`.
