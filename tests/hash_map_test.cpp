@@ -155,11 +155,11 @@ TEST(HashMap, MissCostsItsProbeLengthNotTheTable) {
 
 TEST(HashMap, EraseLeavesTombstonesThatFindSkips) {
   // A nearly full table: most keys are displaced, so finds must walk past erased buckets.
-  const std::size_t capacity = 16 * static_cast<std::size_t>(np());
+  const std::size_t capacity = 8 * static_cast<std::size_t>(np());
   shoal::hash_map<int, int> m(capacity);
   std::vector<int> inserted;
   if (me() == 0) {
-    for (int k = 0; inserted.size() < capacity - 2 * static_cast<std::size_t>(np()) && k < 10000; ++k) {
+    for (int k = 0; inserted.size() < capacity - static_cast<std::size_t>(np()) && k < 10000; ++k) {
       try {
         m.insert(k, k + 1);
         inserted.push_back(k);

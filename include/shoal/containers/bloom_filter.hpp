@@ -10,6 +10,7 @@
 //   bloom_filter(bits, k)   collective  allocate and clear (bits rounded up to whole 64-bit blocks)   B
 //   insert(v)               no          fetch_or of the mask; true when v was (probably) present        A
 //   find(v)                 no          get of the block; true when v is probably present              R
+//   owner(v)                no          the rank holding v's block                                 local
 //   clear()                 collective  zero every block                                           2B + local
 //   expected_false_positive_rate(n)     the theory of this blocked filter after n distinct inserts    local
 //
@@ -77,6 +78,8 @@ class bloom_filter {
   bloom_filter& operator=(bloom_filter&&) = delete;
 
   std::size_t bits() const { return blocks_ * block_bits; }
+  /// The rank that holds v's block.
+  int owner(const T& v) const { return locate(v).where.rank(); }
   std::size_t blocks() const { return blocks_; }
   unsigned k() const { return k_; }
 

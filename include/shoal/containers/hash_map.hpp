@@ -8,9 +8,13 @@
 // visits every bucket of the block exactly once, so "no free bucket" really means the block is full.
 //
 // Each bucket is {32-bit status, key, value}. Status bits 0-1: free 0, reserved 1, ready 2, erased 3 (a tombstone);
-// bits 2-31 count the fully atomic readers inside the bucket. (BCL sets one of 30 random read bits instead; two
-// readers that draw the same bit let a writer in while one of them still reads, so shoal counts readers with
-// fetch_add: the same cost, no collision.) Keys and values are stored as described in detail/stored.hpp: trivially
+// bits 2-31 count the fully atomic readers inside a ready bucket. (BCL sets one of 30 random read bits instead; two
+// readers that draw the same bit let a writer in while one of them still reads, so shoal counts readers.) Every
+// change of a status word is a compare_exchange (reads use atomic_load): MPI's default accumulate_ops hint
+// (same_op_no_op) lets an implementation assume that concurrent atomics on one word use one operation — MPICH relies
+// on it, and mixing fetch_add, XOR and CAS on a word loses updates there. Each CAS guesses the common value (a
+// reader enters "ready, no reader" and leaves "ready, one reader"), so the common case costs what fetch_add / XOR
+// would. Keys and values are stored as described in detail/stored.hpp: trivially
 // copyable types inline, shoal::fixed<T, N> inline serialized, other types (std::string, std::vector, cereal types)
 // as blobs.
 //
@@ -18,13 +22,14 @@
 // case is one probe; A remote atomic, R remote read, W remote write (+ flush), B barrier; a blob key or value adds
 // one R when it is read:
 //   hash_map(capacity, opts)              collective  allocate and clear              B
-//   insert(k, v)                          no          CAS free->reserved, put key and value, XOR ->ready
+//   insert(k, v)                          no          CAS free->reserved, put key and value, CAS ->ready
 //                                                     2A + W; on a ready bucket of another key: A + R, next
 //   insert(k, v, promise::local)          no          the calling rank must own k; plain CPU stores     local
-//   insert_or_assign(k, v [, local])      no          as insert; an existing key: R + 2A (exclusive CAS, XOR) + W
-//   find(k)                               no          fetch_add reader, get entry, fetch_add -reader   2A + R
+//   insert_or_assign(k, v [, local])      no          as insert; an existing key: R + 2A (exclusive CAS, CAS) + W
+//   find(k)                               no          CAS reader in, get entry, CAS reader out         2A + R
+//                                                     (a free or erased bucket: A)
 //   find(k, promise::find)                no          one get of the whole bucket                      R
-//   erase(k)                              no          load, get key, CAS ready->reserved, get value, XOR ->erased
+//   erase(k)                              no          load, get key, CAS ready->reserved, get value, CAS ->erased
 //                                                     3A + 2R
 //   size()                                collective  count ready buckets of every part                B + local scan
 //   local_size()                          no          the calling rank's part                          local scan
@@ -165,7 +170,7 @@ class hash_map {
           continue;
         }
         const stored_value old = get(value_of(b));
-        fetch_xor(st, reserved_state ^ erased_state);
+        set_state(st, reserved_state, erased_state);
         value_storage::release(old, blobs_.get());
         erased = true;
         return true;
@@ -313,6 +318,36 @@ class hash_map {
     }
   }
 
+  // Replaces the state bits `from` by `to`, keeping any reader count (one CAS when the guess holds).
+  static void set_state(global_ptr<std::uint32_t> st, std::uint32_t from, std::uint32_t to) {
+    std::uint32_t guess = from;
+    for (;;) {
+      const auto seen = compare_exchange(st, guess, (guess & ~state_mask) | to);
+      if (seen == guess) return;
+      guess = seen;
+    }
+  }
+
+  // Counts a reader into a ready bucket. Returns ready_state once inside, else the state that kept it out.
+  static std::uint32_t enter_reader(global_ptr<std::uint32_t> st) {
+    std::uint32_t guess = ready_state;
+    for (;;) {
+      const auto seen = compare_exchange(st, guess, guess + one_reader);
+      if (seen == guess) return ready_state;
+      if ((seen & state_mask) != ready_state) return seen & state_mask;
+      guess = seen;
+    }
+  }
+
+  static void leave_reader(global_ptr<std::uint32_t> st) {
+    std::uint32_t guess = ready_state + one_reader;
+    for (;;) {
+      const auto seen = compare_exchange(st, guess, guess - one_reader);
+      if (seen == guess) return;
+      guess = seen;
+    }
+  }
+
   // Takes a ready bucket exclusively (ready with no reader -> reserved). Returns reserved_state on success, else
   // the status of a bucket that stopped being ready.
   static std::uint32_t acquire_exclusive(global_ptr<std::uint32_t> st) {
@@ -342,7 +377,7 @@ class hash_map {
     if (acquire_exclusive(st) != reserved_state) return false;
     const stored_value old = get(value_of(b));
     put(value_of(b), fresh);
-    fetch_xor(st, reserved_state ^ ready_state);
+    set_state(st, reserved_state, ready_state);
     value_storage::release(old, blobs_.get());
     return true;
   }
@@ -358,16 +393,9 @@ class hash_map {
       std::uint32_t seen = compare_exchange(st, free_state, reserved_state);
       for (;;) {
         switch (seen & state_mask) {
-          case free_state:
-            if (seen != free_state) {  // free, with readers passing through: reserve keeping their count
-              const auto again = compare_exchange(st, seen, seen | reserved_state);
-              if (again != seen) {
-                seen = again;
-                continue;
-              }
-            }
+          case free_state:  // readers never enter a free bucket, so this CAS reserved it
             put(entry_of(b), fresh);
-            fetch_xor(st, reserved_state ^ ready_state);
+            set_state(st, reserved_state, ready_state);
             inserted = value_used = true;
             return true;
           case reserved_state: seen = wait_until_written(st); continue;
@@ -395,10 +423,8 @@ class hash_map {
     probe(where, [&](global_ptr<bucket> b) {
       const auto st = status_of(b);
       for (;;) {
-        const auto seen = fetch_add(st, one_reader);
-        const auto state = seen & state_mask;
+        const auto state = enter_reader(st);
         if (state != ready_state) {
-          fetch_add(st, -one_reader);
           if (state == reserved_state) {
             wait_until_written(st);
             continue;
@@ -408,7 +434,7 @@ class hash_map {
         const entry e = get(entry_of(b));
         const bool match = key_storage::matches(e.key, probe_key);
         if (match) found.emplace(value_storage::decode(e.value));  // a value blob is read while we are inside
-        fetch_add(st, -one_reader);
+        leave_reader(st);
         return match;
       }
     });
@@ -474,7 +500,7 @@ class hash_map {
     const bool placed = probe(where, [&](global_ptr<bucket> b) {
       if (compare_exchange(status_of(b), free_state, reserved_state) != free_state) return false;
       put(entry_of(b), e);
-      fetch_xor(status_of(b), reserved_state ^ ready_state);
+      set_state(status_of(b), reserved_state, ready_state);
       return true;
     });
     if (!placed) throw_full(where);
