@@ -132,6 +132,12 @@ class hash_map {
   /// Buckets examined by this rank's operations since construction (a miss costs its probe length).
   std::uint64_t probe_count() const { return probes_; }
 
+  /// A hint before a promise::local insert of a key this rank owns: starts loading its home bucket into the cache.
+  void prefetch_local(const key_type& key) const {
+    const auto where = placement(hash_value(key, seed_));
+    if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(parts_[me()].local() + where.home, 1);
+  }
+
   /// Inserts (key, value) if key is absent. Returns true when inserted, false when key was already present (the
   /// stored value is unchanged). Throws container_full when the owner's block has no free bucket.
   bool insert(const key_type& key, const mapped_type& value, concurrency p = promise::any) {

@@ -35,8 +35,10 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "shoal/containers/detail/message_exchange.hpp"
 #include "shoal/containers/hash_map.hpp"
@@ -72,15 +74,23 @@ class hash_map_buffer {
   std::size_t flush() {
     std::size_t inserted = 0;
     std::string failure;
+    std::vector<record> records;
     for (const auto& m : exchange_.complete()) {
+      records.clear();
       byte_reader r(m.payload);
       while (r.remaining() > 0) {
         const auto op = r.read<std::uint8_t>();
-        const auto key = r.read<key_type>();
-        const auto value = r.read<mapped_type>();
+        auto key = r.read<key_type>();
+        records.push_back(record{op, std::move(key), r.read<mapped_type>()});
+      }
+      // The table is larger than the caches: load the home bucket a few records ahead.
+      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.prefetch_local(records[i].key);
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        if (i + prefetch_distance < records.size()) map_.prefetch_local(records[i + prefetch_distance].key);
+        const auto& rec = records[i];
         try {
-          const bool fresh = op == insert_op ? map_.insert(key, value, promise::local)
-                                             : map_.insert_or_assign(key, value, promise::local);
+          const bool fresh = rec.op == insert_op ? map_.insert(rec.key, rec.value, promise::local)
+                                                 : map_.insert_or_assign(rec.key, rec.value, promise::local);
           inserted += fresh ? 1 : 0;
         } catch (const container_full& e) {
           if (failure.empty()) failure = e.what();
@@ -99,6 +109,12 @@ class hash_map_buffer {
 
  private:
   static constexpr std::uint8_t insert_op = 0, assign_op = 1;
+  static constexpr std::size_t prefetch_distance = 16;
+  struct record {
+    std::uint8_t op;
+    key_type key;
+    mapped_type value;
+  };
 
   void append(std::uint8_t op, const key_type& key, const mapped_type& value) {
     exchange_.append(map_.owner(key), [&](byte_writer& w) {
