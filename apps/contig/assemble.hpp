@@ -1,0 +1,54 @@
+// apps/contig/assemble.hpp — distributed contig generation (BCL §8.2): the k-mer table is built through
+// hash_map_buffer (insert phase), then walked with the find-only promise (traversal phase). Collective.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "kmer.hpp"
+#include "shoal/containers/hash_map_buffer.hpp"
+
+namespace contig {
+
+struct assembly {
+  std::vector<std::string> contigs;  // found by this rank (every contig is found by exactly one rank)
+  std::size_t total_kmers = 0;        // distinct k-mers in the table
+  double insert_seconds = 0;
+  double traverse_seconds = 0;
+  std::uint64_t lookups = 0;          // finds issued by this rank
+};
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Collective: assembles the k-mers every rank passes (each rank its share of the input).
+inline assembly assemble(const std::vector<ufx_record>& mine, shoal::hash_map_buffer_options buffer_opts = {}) {
+  assembly out;
+  const auto all = shoal::allreduce(mine.size(), shoal::op::sum{});
+  shoal::hash_map<packed_kmer, extensions> table(2 * all + 64);
+  shoal::barrier();
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    shoal::hash_map_buffer buffer(table, buffer_opts);
+    for (const auto& r : mine) buffer.insert(pack(r.kmer), r.ext);
+    out.total_kmers = buffer.flush();
+  }
+  out.insert_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});
+
+  shoal::barrier();
+  t0 = std::chrono::steady_clock::now();
+  walker walk([&](const packed_kmer& p) { return table.find(p, shoal::promise::find); });
+  for (const auto& r : mine) {
+    for (auto& c : walk.contigs_from(r.kmer, r.ext)) out.contigs.push_back(std::move(c));
+  }
+  out.lookups = walk.lookups();
+  out.traverse_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});
+  shoal::barrier();
+  return out;
+}
+
+}  // namespace contig

@@ -1,0 +1,185 @@
+// shoal/containers/bloom_filter.hpp — a distributed blocked Bloom filter (BCL §5.4, Putze et al. 2009).
+//
+// Model: one-sided, distributed. The filter is an array of 64-bit blocks, block-distributed over the ranks. One
+// hash of a value picks its block, a second hash picks k bit positions inside it (0..63, drawn independently, so two
+// may coincide); the k bits form a 64-bit mask built with 64-bit shifts (BCL shifts a 32-bit int, so bits 32-63 of
+// its blocks are never used). Insert sets the mask with one remote fetch_or, whose old value says whether every bit
+// was set already; find reads the block with one get.
+//
+// Operations and costs (A remote atomic, R remote read, B barrier):
+//   bloom_filter(bits, k)   collective  allocate and clear (bits rounded up to whole 64-bit blocks)   B
+//   insert(v)               no          fetch_or of the mask; true when v was (probably) present        A
+//   find(v)                 no          get of the block; true when v is probably present              R
+//   owner(v)                no          the rank holding v's block                                 local
+//   clear()                 collective  zero every block                                           2B + local
+//   expected_false_positive_rate(n)     the theory of this blocked filter after n distinct inserts    local
+//
+// False positives: a query is a false positive when its k bits are set in its block. With n values spread over
+// b blocks, a block holds i values with probability Poisson(i; n/b); given i, the chance that the query's k
+// positions (j distinct ones, P(j) = C(64,j) S(k,j) j! / 64^k) are all among the i*k random set bits is
+// sum_l (-1)^l C(j,l) (1 - l/64)^(i k). expected_false_positive_rate() sums this exactly; it is higher than the
+// classic (1 - e^(-kn/m))^k of an unblocked filter, most of all for large k and fill.
+//
+// Concurrency promises: insert and find are fully atomic with respect to each other (a fetch_or is atomic; a get of
+// one aligned 64-bit word sees the block before or after each fetch_or). No cheaper variant exists to promise.
+//
+// Errors: shoal::usage_error for zero bits or k outside [1, 64]; shoal::heap_exhausted when the blocks do not fit
+// (raise SHOAL_HEAP_SIZE).
+//
+// Example:
+//   shoal::bloom_filter<std::string> seen(1 << 24, 6);   // collective: 16 Mbit, 6 bits per value
+//   bool was_there = seen.insert("ACGT");                 // one fetch_or
+//   shoal::barrier();
+//   if (seen.find("ACGT")) { ... }                        // one get
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "shoal/core/error.hpp"
+#include "shoal/core/hash.hpp"
+#include "shoal/core/heap.hpp"
+#include "shoal/core/rma.hpp"
+#include "shoal/core/team.hpp"
+
+namespace shoal {
+
+struct bloom_filter_options {
+  std::uint64_t seed = 0x6a09e667f3bcc909ull;
+};
+
+template <hashable T>
+class bloom_filter {
+ public:
+  static constexpr unsigned block_bits = 64;
+
+  /// Collective: a filter of at least `bits` bits; each value sets `k` bits of its block.
+  bloom_filter(std::size_t bits, unsigned k, bloom_filter_options opts = {}) : k_(k), seed_(opts.seed) {
+    if (bits == 0) throw usage_error("shoal::bloom_filter: bits must be positive");
+    if (k == 0 || k > block_bits) throw usage_error("shoal::bloom_filter: k must be in [1, 64]");
+    const auto p = static_cast<std::size_t>(shoal::size());
+    blocks_ = (bits + block_bits - 1) / block_bits;
+    per_rank_ = (blocks_ + p - 1) / p;
+    parts_ = allocate_collective<std::uint64_t>(per_rank_);
+    clear_local();
+    barrier();
+  }
+  ~bloom_filter() {
+    if (!parts_.empty()) deallocate(parts_[static_cast<std::size_t>(shoal::rank())]);
+  }
+  bloom_filter(bloom_filter&& o) noexcept
+      : k_(o.k_), seed_(o.seed_), blocks_(o.blocks_), per_rank_(o.per_rank_), parts_(std::exchange(o.parts_, {})) {}
+  bloom_filter(const bloom_filter&) = delete;
+  bloom_filter& operator=(const bloom_filter&) = delete;
+  bloom_filter& operator=(bloom_filter&&) = delete;
+
+  std::size_t bits() const { return blocks_ * block_bits; }
+  /// The rank that holds v's block.
+  int owner(const T& v) const { return locate(v).where.rank(); }
+  std::size_t blocks() const { return blocks_; }
+  unsigned k() const { return k_; }
+
+  /// Adds v. Returns true when all of v's bits were set before (v was probably present).
+  bool insert(const T& v) {
+    const auto [where, mask] = locate(v);
+    return (fetch_or(where, mask) & mask) == mask;
+  }
+
+  /// True when v is probably present; false means certainly absent.
+  bool find(const T& v) const {
+    const auto [where, mask] = locate(v);
+    return (get(where) & mask) == mask;
+  }
+
+  /// Collective: empties the filter.
+  void clear() {
+    barrier();
+    clear_local();
+    barrier();
+  }
+
+  /// This rank's blocks (read locally; exact when no insert is in flight).
+  std::vector<std::uint64_t> local_blocks() const {
+    const auto me = static_cast<std::size_t>(shoal::rank());
+    const auto first = me * per_rank_;
+    const auto n = first >= blocks_ ? 0 : std::min(per_rank_, blocks_ - first);
+    const std::uint64_t* base = parts_[me].local();
+    return std::vector<std::uint64_t>(base, base + n);
+  }
+
+  /// The false-positive rate theory predicts for this filter after n distinct inserts (see the header comment).
+  double expected_false_positive_rate(std::size_t n) const { return blocked_false_positive_rate(n, blocks_, k_); }
+
+  /// The false-positive rate of a blocked filter of `blocks` 64-bit blocks and k bits per value after n inserts.
+  static double blocked_false_positive_rate(std::size_t n, std::size_t blocks, unsigned k) {
+    const double B = block_bits;
+    // P(j distinct positions among k draws) = C(B, j) S(k, j) j! / B^k, by the recurrence on draws.
+    std::vector<double> distinct(k + 1, 0.0);
+    distinct[0] = 1.0;
+    for (unsigned draw = 0; draw < k; ++draw) {
+      std::vector<double> next(k + 1, 0.0);
+      for (unsigned j = 0; j <= draw; ++j) {
+        next[j] += distinct[j] * (j / B);
+        next[j + 1] += distinct[j] * ((B - j) / B);
+      }
+      distinct = std::move(next);
+    }
+    // P(query bits all set | i values in the block), inclusion-exclusion over the j distinct query positions.
+    auto inner = [&](double set_draws) {
+      double total = 0;
+      for (unsigned j = 1; j <= k; ++j) {
+        double all_set = 0, binom = 1;
+        for (unsigned l = 0; l <= j; ++l) {
+          all_set += ((l % 2) ? -binom : binom) * std::pow(1.0 - l / B, set_draws);
+          binom = binom * (j - l) / (l + 1);
+        }
+        total += distinct[j] * all_set;
+      }
+      return total;
+    };
+    const double lambda = static_cast<double>(n) / static_cast<double>(blocks);
+    const auto last = static_cast<std::size_t>(lambda + 12 * std::sqrt(lambda) + 30);
+    double fpr = 0, poisson = std::exp(-lambda);
+    for (std::size_t i = 0; i <= last; ++i) {
+      fpr += poisson * inner(static_cast<double>(i * k));
+      poisson *= lambda / static_cast<double>(i + 1);
+    }
+    return fpr;
+  }
+
+ private:
+  struct location {
+    global_ptr<std::uint64_t> where;
+    std::uint64_t mask;
+  };
+
+  location locate(const T& v) const {
+    const std::uint64_t h = hash_value(v, seed_);
+    const auto block = static_cast<std::size_t>((static_cast<unsigned __int128>(h) * blocks_) >> 64);
+    const auto r = block / per_rank_;
+    std::uint64_t mask = 0;
+    std::uint64_t bits = 0;
+    for (unsigned i = 0; i < k_; ++i) {
+      if (i % 10 == 0) bits = hash_value(v, seed_ + 1 + i / 10);  // ten 6-bit positions per hash
+      mask |= std::uint64_t{1} << (bits & 63);
+      bits >>= 6;
+    }
+    return {parts_[r] + static_cast<std::ptrdiff_t>(block - r * per_rank_), mask};
+  }
+
+  void clear_local() {
+    std::memset(parts_[static_cast<std::size_t>(shoal::rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
+  }
+
+  unsigned k_;
+  std::uint64_t seed_;
+  std::size_t blocks_ = 0;
+  std::size_t per_rank_ = 0;
+  std::vector<global_ptr<std::uint64_t>> parts_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,213 @@
+// shoal/containers/detail/message_exchange.hpp — byte messages shipped one-sidedly into hosted mailboxes.
+//
+// Every rank hosts a mailbox in its own heap: `slots` fixed-size message slots and a 64-bit tail counter. A sender
+// appends records to a per-destination outbox; when the outbox reaches `message_bytes` it is shipped: one fetch_add
+// on the destination's tail reserves a slot (A), one put writes header and payload (W). A reservation past the last
+// slot fails without writing anything, so a mailbox never holds a gap; the message then waits in the sender's
+// pending list (order kept) and is shipped in a later round of complete().
+//
+// complete() is collective: rounds of (ship outboxes and pending messages, barrier, copy the own mailbox out and
+// reset it, allreduce "anything still pending?") until nothing is pending anywhere; it then returns every message
+// received in this exchange sorted by (source rank, the source's issue order). Mailboxes are only read at complete(),
+// so between two complete() calls the owners' CPUs are never involved.
+//
+// Used by hash_map_buffer (buffered inserts, §5.3 of BCL) and by blob_heap (returning retired blobs to their owner).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shoal/core/error.hpp"
+#include "shoal/core/heap.hpp"
+#include "shoal/core/rma.hpp"
+#include "shoal/core/serialize.hpp"
+#include "shoal/core/team.hpp"
+
+namespace shoal::detail {
+
+class message_exchange {
+ public:
+  struct header {
+    std::uint64_t bytes;   // payload bytes after the header
+    std::uint32_t source;  // sending rank
+    std::uint32_t seq;     // the source's issue order towards this destination within one exchange
+  };
+  static constexpr std::size_t header_bytes = sizeof(header);
+
+  struct message {
+    int source;
+    std::uint32_t seq;
+    std::vector<std::byte> payload;
+  };
+
+  /// Collective: every rank hosts `slots` slots of `message_bytes` payload bytes.
+  message_exchange(std::size_t message_bytes, std::size_t slots, const char* owner_name)
+      : message_bytes_(message_bytes), slots_(slots), name_(owner_name) {
+    if (message_bytes == 0 || slots == 0) {
+      throw usage_error(std::string(name_) + ": message_bytes and mailbox_messages must be positive");
+    }
+    const int p = shoal::size();
+    me_ = shoal::rank();
+    tails_ = allocate_collective<std::uint64_t>(1);
+    slot_stride_ = (header_bytes + message_bytes + 15) & ~std::size_t{15};
+    try {
+      boxes_ = allocate_collective<std::byte>(slot_stride_ * slots);
+    } catch (...) {
+      deallocate(tails_[static_cast<std::size_t>(me_)]);
+      throw;
+    }
+    *tails_[static_cast<std::size_t>(me_)].local() = 0;
+    outbox_.resize(static_cast<std::size_t>(p));
+    pending_.resize(static_cast<std::size_t>(p));
+    seq_.assign(static_cast<std::size_t>(p), 0);
+    full_.assign(static_cast<std::size_t>(p), false);
+    for (auto& o : outbox_) o.resize(header_bytes);
+    barrier();
+  }
+  ~message_exchange() {
+    if (tails_.empty()) return;
+    deallocate(tails_[static_cast<std::size_t>(me_)]);
+    deallocate(boxes_[static_cast<std::size_t>(me_)]);
+  }
+  message_exchange(const message_exchange&) = delete;
+  message_exchange& operator=(const message_exchange&) = delete;
+
+  std::size_t message_bytes() const { return message_bytes_; }
+
+  /// Appends one record to the outbox for `dest`; `write(byte_writer&)` serializes it. Ships the outbox when the
+  /// record would overflow `message_bytes`. Local unless a message is shipped (then A + W).
+  template <class Write>
+  void append(int dest, Write&& write) {
+    auto& box = outbox_[static_cast<std::size_t>(dest)];
+    const std::size_t before = box.size();
+    byte_writer w(box);
+    write(w);
+    const std::size_t payload = box.size() - header_bytes;
+    if (payload < message_bytes_) return;
+    if (payload == message_bytes_) {
+      ship(dest);
+      return;
+    }
+    const std::size_t record = box.size() - before;
+    if (record > message_bytes_) {
+      box.resize(before);
+      throw usage_error(std::string(name_) + ": one record needs " + std::to_string(record) +
+                        " bytes, more than message_bytes = " + std::to_string(message_bytes_) +
+                        "; raise the message_bytes option");
+    }
+    std::vector<std::byte> rest(box.begin() + static_cast<std::ptrdiff_t>(before), box.end());
+    box.resize(before);
+    ship(dest);
+    auto& fresh = outbox_[static_cast<std::size_t>(dest)];
+    fresh.insert(fresh.end(), rest.begin(), rest.end());
+  }
+
+  /// True when this rank holds records or messages not yet delivered.
+  bool has_unsent() const {
+    for (std::size_t d = 0; d < outbox_.size(); ++d) {
+      if (outbox_[d].size() > header_bytes || !pending_[d].empty()) return true;
+    }
+    return false;
+  }
+
+  /// Collective: delivers everything and returns the messages this rank received, sorted by (source, seq).
+  std::vector<message> complete() {
+    const int p = static_cast<int>(outbox_.size());
+    for (;;) {
+      std::fill(full_.begin(), full_.end(), false);
+      for (int d = 0; d < p; ++d) {
+        ship_pending(d);
+        if (outbox_[static_cast<std::size_t>(d)].size() > header_bytes) ship(d);
+      }
+      barrier();
+      drain_own_mailbox();
+      bool pending = false;
+      for (const auto& q : pending_) pending = pending || !q.empty();
+      if (allreduce(pending ? 1 : 0, op::max{}) == 0) break;
+    }
+    std::sort(received_.begin(), received_.end(), [](const message& a, const message& b) {
+      return a.source != b.source ? a.source < b.source : a.seq < b.seq;
+    });
+    std::fill(seq_.begin(), seq_.end(), 0);
+    return std::exchange(received_, {});
+  }
+
+ private:
+  void ship(int dest) {
+    auto& box = outbox_[static_cast<std::size_t>(dest)];
+    auto* h = reinterpret_cast<header*>(box.data());
+    h->bytes = box.size() - header_bytes;
+    h->source = static_cast<std::uint32_t>(me_);
+    h->seq = seq_[static_cast<std::size_t>(dest)]++;
+    std::vector<std::byte> msg;
+    msg.reserve(header_bytes + message_bytes_);
+    msg.resize(header_bytes);
+    msg.swap(box);
+    if (dest == me_) {
+      keep(std::move(msg));
+      return;
+    }
+    auto& queue = pending_[static_cast<std::size_t>(dest)];
+    queue.push_back(std::move(msg));
+    ship_pending(dest);
+  }
+
+  // Ships this rank's pending messages to `dest` in order until the mailbox is full.
+  void ship_pending(int dest) {
+    auto& queue = pending_[static_cast<std::size_t>(dest)];
+    while (!queue.empty() && !full_[static_cast<std::size_t>(dest)]) {
+      const auto slot = fetch_add(tails_[static_cast<std::size_t>(dest)], std::uint64_t{1});
+      if (slot >= slots_) {  // full until its owner drains it at complete()
+        full_[static_cast<std::size_t>(dest)] = true;
+        return;
+      }
+      const auto& msg = queue.front();
+      auto target = boxes_[static_cast<std::size_t>(dest)] + static_cast<std::ptrdiff_t>(slot * slot_stride_);
+      put(target, msg.data(), msg.size());
+      queue.pop_front();
+    }
+  }
+
+  void keep(std::vector<std::byte> msg) {
+    header h;
+    std::memcpy(&h, msg.data(), header_bytes);
+    msg.erase(msg.begin(), msg.begin() + header_bytes);
+    received_.push_back(message{static_cast<int>(h.source), h.seq, std::move(msg)});
+  }
+
+  void drain_own_mailbox() {
+    const auto tail = tails_[static_cast<std::size_t>(me_)];
+    const std::uint64_t n = std::min<std::uint64_t>(atomic_load(tail), slots_);
+    auto box = boxes_[static_cast<std::size_t>(me_)];
+    for (std::uint64_t s = 0; s < n; ++s) {
+      auto slot = box + static_cast<std::ptrdiff_t>(s * slot_stride_);
+      header h;
+      get(slot.reinterpret<header>(), &h, 1);
+      message m{static_cast<int>(h.source), h.seq, std::vector<std::byte>(h.bytes)};
+      get(slot + static_cast<std::ptrdiff_t>(header_bytes), m.payload.data(), h.bytes);
+      received_.push_back(std::move(m));
+    }
+    atomic_store(tail, std::uint64_t{0});
+  }
+
+  std::size_t message_bytes_;
+  std::size_t slots_;
+  const char* name_;
+  int me_ = 0;
+  std::size_t slot_stride_ = 0;
+  std::vector<global_ptr<std::uint64_t>> tails_;
+  std::vector<global_ptr<std::byte>> boxes_;
+  std::vector<std::vector<std::byte>> outbox_;  // header placeholder + records, per destination
+  std::vector<std::deque<std::vector<std::byte>>> pending_;
+  std::vector<std::uint32_t> seq_;
+  std::vector<bool> full_;  // a reservation failed this round: do not try again before the owner drains
+  std::vector<message> received_;
+};
+
+}  // namespace shoal::detail

@@ -1,0 +1,224 @@
+// shoal/containers/detail/stored.hpp — how a container stores a key or value in remote memory (BCL §6).
+//
+// The representation is chosen at compile time from the type a container is instantiated with:
+//   T trivially copyable           inline: the object's bytes, no serialization and no extra copy
+//   shoal::fixed<T, N>             inline: T serialized into an N-byte slot (std::string: N characters; std::vector<E>:
+//                                  N bytes of elements; other types: N bytes of cereal output). A value that needs
+//                                  more than N bytes raises shoal::usage_error naming N.
+//   shoal::blob<T>, or any other   variable length: the serialized bytes live in a blob allocated in the writer's
+//   serializable T                 heap; the slot holds {global pointer, length}. Reading costs one more remote get.
+//
+// Blob lifetime (the rule every container follows): a key blob is immutable from insert until the collective that
+// drops the entry (resize / destruction); a value blob is released only by a writer that holds its entry exclusively
+// (no reader inside), so a fully atomic reader, which holds the entry while it reads the blob, never reads freed
+// memory, and a reader under promise::find runs in a phase without writers. A released blob of this rank returns to
+// the heap at once; one of another rank is returned to its owner at the container's next collective call (blob_heap
+// ::reclaim). Every blob a rank allocated and still holds is freed when the container is destroyed, so none leaks.
+#pragma once
+
+#include <absl/container/flat_hash_set.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "shoal/containers/detail/message_exchange.hpp"
+#include "shoal/core/error.hpp"
+#include "shoal/core/heap.hpp"
+#include "shoal/core/rma.hpp"
+#include "shoal/core/serialize.hpp"
+
+namespace shoal {
+
+/// Stores T inline in a fixed slot of Bytes bytes (see detail/stored.hpp for what Bytes counts).
+template <serializable T, std::size_t Bytes>
+struct fixed {
+  using type = T;
+  static constexpr std::size_t capacity = Bytes;
+};
+
+/// Stores T as a variable-length blob (the default for every type that is not trivially copyable).
+template <serializable T>
+struct blob {
+  using type = T;
+};
+
+namespace detail {
+
+/// The blobs one container allocated on this rank, and the return of released blobs to their owners.
+class blob_heap {
+ public:
+  /// Collective.
+  blob_heap() : returns_(4096, 4, "shoal blob_heap") {}
+  ~blob_heap() {
+    for (auto raw : mine_) deallocate(global_ptr<std::byte>::from_raw(raw));
+  }
+  blob_heap(const blob_heap&) = delete;
+  blob_heap& operator=(const blob_heap&) = delete;
+
+  /// Copies bytes into a new blob in this rank's heap. Local.
+  global_ptr<std::byte> store(std::span<const std::byte> bytes) {
+    auto p = allocate<std::byte>(bytes.size());
+    if (!bytes.empty()) std::memcpy(p.local(), bytes.data(), bytes.size());
+    mine_.insert(p.raw());
+    return p;
+  }
+
+  /// Gives a blob back: at once when it is this rank's, at the next reclaim() when it is another rank's.
+  void release(global_ptr<std::byte> p) {
+    if (p.is_null()) return;
+    if (p.is_local()) {
+      free_mine(p.raw());
+      return;
+    }
+    const auto raw = p.raw();
+    returns_.append(p.rank(), [&](byte_writer& w) { w.write(raw); });
+  }
+
+  /// Collective: returns released blobs to their owners, who free them.
+  void reclaim() {
+    for (const auto& m : returns_.complete()) {
+      byte_reader r(m.payload);
+      while (r.remaining() > 0) free_mine(r.read<std::uint64_t>());
+    }
+  }
+
+  std::size_t live_blobs() const { return mine_.size(); }
+
+ private:
+  void free_mine(std::uint64_t raw) {
+    if (mine_.erase(raw) == 0) return;  // already freed (dropped with the container's storage)
+    deallocate(global_ptr<std::byte>::from_raw(raw));
+  }
+
+  absl::flat_hash_set<std::uint64_t> mine_;
+  message_exchange returns_;
+};
+
+/// Inline storage of a trivially copyable T.
+template <class T>
+struct inline_storage {
+  using value_type = T;
+  using stored_type = T;
+  using probe_type = const T&;
+  static constexpr bool uses_blobs = false;
+
+  static stored_type encode(const T& v, blob_heap*) { return v; }
+  static T decode(const stored_type& s) { return s; }
+  static probe_type probe(const T& v) { return v; }
+  static bool matches(const stored_type& s, probe_type v) {
+    if constexpr (std::has_unique_object_representations_v<T>) return std::memcmp(&s, &v, sizeof(T)) == 0;
+    else return s == v;
+  }
+  static void release(const stored_type&, blob_heap*) {}
+};
+
+/// Writes the payload bytes of a value: raw elements for strings and vectors, cereal output otherwise.
+template <class T>
+std::vector<std::byte> payload_bytes(const T& v) {
+  if constexpr (contiguous_serializable<T>) {
+    const auto* b = reinterpret_cast<const std::byte*>(v.data());
+    return std::vector<std::byte>(b, b + v.size() * sizeof(typename T::value_type));
+  } else {
+    return to_bytes(v);
+  }
+}
+
+template <class T>
+T from_payload(std::span<const std::byte> bytes) {
+  if constexpr (contiguous_serializable<T>) {
+    using E = typename T::value_type;
+    T v;
+    v.resize(bytes.size() / sizeof(E));
+    if (!bytes.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
+  } else {
+    return from_bytes<T>(bytes);
+  }
+}
+
+/// Inline storage of a serialized T in N bytes.
+template <class T, std::size_t N>
+struct fixed_storage {
+  using value_type = T;
+  struct stored_type {
+    std::uint32_t length;
+    std::byte data[N];
+  };
+  using probe_type = stored_type;
+  static constexpr bool uses_blobs = false;
+
+  static stored_type encode(const T& v, blob_heap*) {
+    const auto bytes = payload_bytes(v);
+    if (bytes.size() > N) {
+      throw usage_error("shoal: a value needs " + std::to_string(bytes.size()) + " bytes but its slot is fixed<T, " +
+                        std::to_string(N) + ">; raise N, or store the type as shoal::blob<T> (variable length)");
+    }
+    stored_type s{};
+    s.length = static_cast<std::uint32_t>(bytes.size());
+    if (!bytes.empty()) std::memcpy(s.data, bytes.data(), bytes.size());
+    return s;
+  }
+  static T decode(const stored_type& s) { return from_payload<T>(std::span<const std::byte>(s.data, s.length)); }
+  static probe_type probe(const T& v) { return encode(v, nullptr); }
+  static bool matches(const stored_type& s, const probe_type& p) {
+    return s.length == p.length && std::memcmp(s.data, p.data, s.length) == 0;
+  }
+  static void release(const stored_type&, blob_heap*) {}
+};
+
+/// Variable-length storage: a blob in the writer's heap.
+template <class T>
+struct blob_storage {
+  using value_type = T;
+  struct stored_type {
+    std::uint64_t ptr;    // global_ptr<std::byte>::raw()
+    std::uint64_t bytes;  // payload length
+  };
+  using probe_type = std::vector<std::byte>;
+  static constexpr bool uses_blobs = true;
+
+  static stored_type encode(const T& v, blob_heap* heap) {
+    const auto bytes = payload_bytes(v);
+    return stored_type{heap->store(bytes).raw(), bytes.size()};
+  }
+  static std::vector<std::byte> read(const stored_type& s) {
+    std::vector<std::byte> bytes(s.bytes);
+    if (s.bytes > 0) get(global_ptr<std::byte>::from_raw(s.ptr), bytes.data(), s.bytes);
+    return bytes;
+  }
+  static T decode(const stored_type& s) { return from_payload<T>(read(s)); }
+  static probe_type probe(const T& v) { return payload_bytes(v); }
+  static bool matches(const stored_type& s, const probe_type& p) {
+    if (s.bytes != p.size()) return false;
+    const auto bytes = read(s);
+    return std::memcmp(bytes.data(), p.data(), p.size()) == 0;
+  }
+  static void release(const stored_type& s, blob_heap* heap) { heap->release(global_ptr<std::byte>::from_raw(s.ptr)); }
+};
+
+template <class T>
+struct storage_for {
+  static_assert(serializable<T>, "shoal: a stored type must satisfy shoal::serializable (see core/serialize.hpp)");
+  using type = std::conditional_t<trivially_serializable<T>, inline_storage<T>, blob_storage<T>>;
+};
+template <class T, std::size_t N>
+struct storage_for<fixed<T, N>> {
+  using type = fixed_storage<T, N>;
+};
+template <class T>
+struct storage_for<blob<T>> {
+  using type = blob_storage<T>;
+};
+
+/// The storage policy for a type as written in a container's template arguments.
+template <class T>
+using storage_t = typename storage_for<T>::type;
+
+}  // namespace detail
+}  // namespace shoal

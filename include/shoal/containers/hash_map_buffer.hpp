@@ -1,0 +1,131 @@
+// shoal/containers/hash_map_buffer.hpp — buffered inserts into a hash_map (BCL §5.3).
+//
+// Model: one-sided, distributed. insert / insert_or_assign only append a record (operation, key, value) to a local
+// buffer for the key's owner. A buffer that reaches `message_bytes` is shipped into a mailbox hosted in the owner's
+// heap (one fetch_add to reserve a slot, one put). flush() — collective — ships the rest, then every owner applies
+// the records it received with the local insert path (hash_map::insert(k, v, promise::local): plain CPU stores, no
+// remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
+//
+// Operations and costs (per record unless stated; M = one shipped message of up to message_bytes):
+//   hash_map_buffer(map, opts)   collective  allocate the mailboxes                      B
+//   insert(k, v)                 no          buffer; every message_bytes: A + W            local
+//   insert_or_assign(k, v)       no          the same
+//   flush()                      collective  ship the rest, barrier, apply locally         B + M(A + W) + local
+//                                            (one more round of B per full mailbox)
+//
+// Ordering rules. Until flush() returns, a buffered record is invisible: finds do not see it and it does not see
+// the table. flush() applies, on every owner, the records in the order (source rank, that rank's issue order), so
+// the outcome for duplicates is defined: for insert, the first record of a key wins (the lowest source rank, then its
+// earliest call) unless the key was already in the table; for insert_or_assign the last one wins (the highest source
+// rank, then its latest call); a mix applies the records one after the other in that order.
+//
+// Concurrency promises: between two flush() calls the buffer only ships into mailboxes; the map itself may be used
+// with any promise. flush() itself inserts with promise::local, so no other operation on the map may run on any rank
+// during flush() (it is collective and every rank is inside it).
+//
+// Errors: shoal::container_full from flush() on every rank when any owner's block is full (every record that fits
+// is still applied);
+// shoal::usage_error when one record is larger than message_bytes (the message names the option).
+//
+// Example:
+//   shoal::hash_map<std::uint64_t, std::uint64_t> map(1 << 20);
+//   shoal::hash_map_buffer buffer(map);          // collective
+//   for (auto k : my_keys) buffer.insert(k, 1);  // local until a message fills
+//   buffer.flush();                              // collective: every insert is in the table on return
+#pragma once
+
+#include <cstddef>
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shoal/containers/detail/message_exchange.hpp"
+#include "shoal/containers/hash_map.hpp"
+#include "shoal/core/team.hpp"
+
+namespace shoal {
+
+struct hash_map_buffer_options {
+  /// Payload bytes of one shipped message (the unit of aggregation).
+  std::size_t message_bytes = std::size_t{64} << 10;
+  /// Messages each rank's mailbox holds between two flushes; more arrive in extra rounds of flush().
+  std::size_t mailbox_messages = 128;
+};
+
+template <class K, class V>
+class hash_map_buffer {
+ public:
+  using key_type = typename hash_map<K, V>::key_type;
+  using mapped_type = typename hash_map<K, V>::mapped_type;
+
+  /// Collective.
+  explicit hash_map_buffer(hash_map<K, V>& map, hash_map_buffer_options opts = {})
+      : map_(map), exchange_(opts.message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer") {}
+
+  /// Buffers an insert (applied at flush(); the first record of a key wins).
+  void insert(const key_type& key, const mapped_type& value) { append(insert_op, key, value); }
+
+  /// Buffers an insert_or_assign (applied at flush(); the last record of a key wins).
+  void insert_or_assign(const key_type& key, const mapped_type& value) { append(assign_op, key, value); }
+
+  /// Collective: completes every buffered record on every rank. Returns the number of keys that were new to the
+  /// table, summed over all ranks.
+  std::size_t flush() {
+    std::size_t inserted = 0;
+    std::string failure;
+    std::vector<record> records;
+    for (const auto& m : exchange_.complete()) {
+      records.clear();
+      byte_reader r(m.payload);
+      while (r.remaining() > 0) {
+        const auto op = r.read<std::uint8_t>();
+        auto key = r.read<key_type>();
+        records.push_back(record{op, std::move(key), r.read<mapped_type>()});
+      }
+      // The table is larger than the caches: load the home bucket a few records ahead.
+      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.prefetch_local(records[i].key);
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        if (i + prefetch_distance < records.size()) map_.prefetch_local(records[i + prefetch_distance].key);
+        const auto& rec = records[i];
+        try {
+          const bool fresh = rec.op == insert_op ? map_.insert(rec.key, rec.value, promise::local)
+                                                 : map_.insert_or_assign(rec.key, rec.value, promise::local);
+          inserted += fresh ? 1 : 0;
+        } catch (const container_full& e) {
+          if (failure.empty()) failure = e.what();
+        }
+      }
+    }
+    map_.reclaim();
+    const auto total = allreduce(inserted, op::sum{});
+    if (allreduce(failure.empty() ? 0 : 1, op::max{}) != 0) {
+      throw container_full(failure.empty() ? "shoal::hash_map_buffer::flush: the table is full on another rank "
+                                             "(construct the hash_map larger or resize it)"
+                                           : failure);
+    }
+    return total;
+  }
+
+ private:
+  static constexpr std::uint8_t insert_op = 0, assign_op = 1;
+  static constexpr std::size_t prefetch_distance = 16;
+  struct record {
+    std::uint8_t op;
+    key_type key;
+    mapped_type value;
+  };
+
+  void append(std::uint8_t op, const key_type& key, const mapped_type& value) {
+    exchange_.append(map_.owner(key), [&](byte_writer& w) {
+      w.write(op);
+      w.write(key);
+      w.write(value);
+    });
+  }
+
+  hash_map<K, V>& map_;
+  detail::message_exchange exchange_;
+};
+
+}  // namespace shoal
