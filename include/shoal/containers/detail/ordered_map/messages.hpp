@@ -67,7 +67,7 @@ struct request {
   node_ref new_node;           // split: the node being linked in
   node_ref marked;             // split: the node that asked for it
   std::int32_t new_height = 0;
-  std::vector<waiter> waiters;  // erase: predecessors waiting for the min-key delete
+  std::vector<waiter> waiters;  // erase: predecessors waiting for the min-key delete; split: relinked predecessors
 
   bool has(std::uint8_t f) const { return (flags & f) != 0; }
   void set(std::uint8_t f, bool on = true) { flags = on ? (flags | f) : (flags & ~f); }
@@ -154,6 +154,9 @@ template <class K, class V>
 struct split_take {
   node_ref target;
   node_ref new_node;
+  std::int32_t client = 0;  // the split's id and the number of relinked predecessors whose markers must come first
+  std::uint64_t seq = 0;
+  std::int32_t markers = 0;
   std::vector<K> keys;
   std::vector<V> values;
 };
@@ -247,9 +250,9 @@ class codec {
         w.write(q.marked);
         w.write(q.new_height);
         break;
-      case op_kind::erase: w.write(q.waiters); break;
       default: break;
     }
+    if (q.op == op_kind::erase || q.op == op_kind::split) w.write(q.waiters);
   }
   static void get(byte_reader& r, request<K, V>& q) {
     q.op = r.read<op_kind>();
@@ -272,9 +275,9 @@ class codec {
         q.marked = r.read<node_ref>();
         q.new_height = r.read<std::int32_t>();
         break;
-      case op_kind::erase: q.waiters = r.read<std::vector<waiter>>(); break;
       default: break;
     }
+    if (q.op == op_kind::erase || q.op == op_kind::split) q.waiters = r.read<std::vector<waiter>>();
   }
 
   static void put(byte_writer& w, const reply<K, V>& p) {
@@ -398,12 +401,18 @@ class codec {
   static void put(byte_writer& w, const split_take<K, V>& s) {
     w.write(s.target);
     w.write(s.new_node);
+    w.write(s.client);
+    w.write(s.seq);
+    w.write(s.markers);
     w.write(s.keys);
     w.write(s.values);
   }
   static void get(byte_reader& r, split_take<K, V>& s) {
     s.target = r.read<node_ref>();
     s.new_node = r.read<node_ref>();
+    s.client = r.read<std::int32_t>();
+    s.seq = r.read<std::uint64_t>();
+    s.markers = r.read<std::int32_t>();
     s.keys = r.read<std::vector<K>>();
     s.values = r.read<std::vector<V>>();
   }

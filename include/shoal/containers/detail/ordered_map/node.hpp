@@ -60,6 +60,7 @@ struct node {
   std::deque<request<K, V>> held;
   std::optional<request<K, V>> pending_insert;  // the insert whose split waits for a free node
   std::optional<request<K, V>> parked_delete;   // min-key delete waiting for its predecessors' markers
+  std::optional<split_take<K, V>> parked_split;  // split waiting for the markers of the relinked predecessors
 
   int height() const { return static_cast<int>(tower.size()); }
   std::size_t size() const { return keys.size(); }

@@ -347,6 +347,11 @@ class service {
       }
       if (r.op == op_kind::split && lvl < r.new_height) {
         const link<K> old = link_new_node(x, lvl, r);
+        if (old.next == r.marked) {
+          // Requests this level sent to the marked node must reach it before it hands keys to the new node.
+          r.waiters.push_back({x.self, lvl});
+          send_from(x.self, r.marked, marker{r.marked, r.client, r.seq});
+        }
         if (lvl == 0) return finish_split_link(x, old, r);
       }
     }
@@ -553,7 +558,9 @@ class service {
     std::vector<V> values;
     x.take_tail(x.position(r.key), keys, values);
     if (old.next == r.marked) {
-      send_from(x.self, r.marked, split_take<K, V>{r.marked, r.new_node, std::move(keys), std::move(values)});
+      send_from(x.self, r.marked,
+                split_take<K, V>{r.marked, r.new_node, r.client, r.seq, static_cast<std::int32_t>(r.waiters.size()),
+                                 std::move(keys), std::move(values)});
     } else {
       post(r.new_node.rank, split_data<K, V>{r.new_node, node_ref{}, K{}, std::move(keys), std::move(values)});
     }
@@ -561,6 +568,18 @@ class service {
 
   void handle(split_take<K, V>& m) {
     node_type* mk = manager_.get(m.target);
+    if (mk != nullptr) {
+      const auto id = std::pair{m.client, m.seq};
+      if (markers_[id] < m.markers) {
+        mk->parked_split = std::move(m);
+        return;
+      }
+      markers_.erase(id);
+    }
+    give_lower_half(mk, m);
+  }
+
+  void give_lower_half(node_type* mk, split_take<K, V>& m) {
     split_data<K, V> data{m.new_node, node_ref{}, K{}, std::move(m.keys), std::move(m.values)};
     if (mk != nullptr) {
       mk->take_head(mk->size() / 2, data.keys, data.values);
@@ -604,6 +623,16 @@ class service {
     n.data.reset();
     n.initializing = false;
     board_.post(n.min, n.self, n.height());
+    if (n.keys.empty()) {
+      // The marked node was deleted before the split reached it: this node is a zombie with nothing to hold, and
+      // removes itself with a delete of its own min key (unlinked level by level, like any emptied node).
+      request_type r;
+      r.op = op_kind::erase;
+      r.client = me_;
+      r.seq = next_internal_seq_++;
+      r.key = n.min;
+      enter(std::move(r), head_ref);
+    }
     drain(n.self);
   }
 
@@ -635,10 +664,18 @@ class service {
   // ---- delete of a min key (Figure 7b) ---------------------------------------------------------------------------
 
   void handle(marker& m) {
+    node_type* t = manager_.get(m.target);
+    if (t == nullptr) return;
     const auto id = std::pair{m.client, m.seq};
     const int count = ++markers_[id];
-    node_type* t = manager_.get(m.target);
-    if (t == nullptr || !t->parked_delete) return;
+    if (t->parked_split && t->parked_split->client == m.client && t->parked_split->seq == m.seq &&
+        count >= t->parked_split->markers) {
+      auto take = std::move(*t->parked_split);
+      t->parked_split.reset();
+      markers_.erase(id);
+      return give_lower_half(t, take);
+    }
+    if (!t->parked_delete) return;
     auto& parked = *t->parked_delete;
     if (parked.client != m.client || parked.seq != m.seq || count < static_cast<int>(parked.waiters.size())) return;
     auto r = std::move(parked);
@@ -732,10 +769,8 @@ class service {
   }
 
   void handle(bounce<K, V>& b) {
-    if (b.req.seq != 0) {
-      auto it = ops_.find(b.req.seq);
-      if (it != ops_.end()) it->second.via_head = true;
-    }
+    auto it = ops_.find(b.req.seq);
+    if (it != ops_.end()) it->second.via_head = true;
     enter(std::move(b.req), head_ref);
   }
 
@@ -793,7 +828,7 @@ class service {
     request_type r;
     r.op = op_kind::split;
     r.client = me_;
-    r.seq = 0;
+    r.seq = next_internal_seq_++;
     r.key = p.key;
     r.new_node = p.new_node;
     r.marked = p.marked;
@@ -857,6 +892,7 @@ class service {
   // client
   std::map<std::uint64_t, client_op> ops_;
   std::uint64_t next_seq_ = 1;
+  std::uint64_t next_internal_seq_ = std::uint64_t{1} << 62;  // splits and zombie removals: no client op waits
   std::size_t window_;
   int sample_count_ = 0;
   double sample_start_ = clock_now();
