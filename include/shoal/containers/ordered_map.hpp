@@ -208,6 +208,14 @@ class ordered_map {
         shoal::allreduce(static_cast<std::uint64_t>(service_->local_keys()), shoal::op::sum{}));
   }
 
+  /// COLLECTIVE: switches the consistency semantics (after a quiescence barrier).
+  void set_consistency(consistency c) {
+    barrier();
+    opts_.semantics = c;
+    service_->set_semantics(c);
+    shoal::am::barrier();
+  }
+
   std::size_t local_size() const { return service_->local_keys(); }
   std::size_t local_nodes() const { return service_->local_nodes(); }
   /// The current client window W of this rank (adapted when options().adaptive_window).

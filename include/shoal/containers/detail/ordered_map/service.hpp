@@ -154,6 +154,9 @@ class service {
     return true;
   }
 
+  /// Changes the semantics of this rank's client and nodes (every rank must change it, between quiescent points).
+  void set_semantics(consistency c) { opt_.semantics = c; }
+
   /// Operations issued by this rank and not yet delivered.
   std::size_t outstanding() const { return ops_.size(); }
   std::size_t window() const { return window_; }
@@ -251,10 +254,14 @@ class service {
     for (auto& m : queue) post(dest.rank, std::move(m));
   }
 
-  /// A fence is needed when the new sender is on another rank than the old one, and the old one's requests to
-  /// `dest` may still be on the way (it is not on dest's rank, where they were handled at once).
-  static bool needs_fence(int old_rank, int new_rank, const node_ref& dest) {
-    return dest.valid() && old_rank != new_rank && old_rank != dest.rank;
+  /// A fence is needed when the new sender is on another rank than the old one and the old one's requests to `dest`
+  /// may still be on the way (it is not on dest's rank, where they were handled at once) — or when the old sender
+  /// still holds messages to `dest` (waiting for a fence of its own), which the new one must not overtake.
+  bool needs_fence(const node_ref& old_sender, const node_ref& new_sender, const node_ref& dest) const {
+    if (!dest.valid()) return false;
+    if (old_sender.rank != new_sender.rank && old_sender.rank != dest.rank) return true;
+    auto it = outbox_.find(std::pair{old_sender, dest});
+    return it != outbox_.end() && it->second.pending > 0;
   }
 
   void hand_over(const node_ref& old_sender, const node_ref& new_sender, const node_ref& dest) {
@@ -298,7 +305,8 @@ class service {
   void drain(const node_ref& ref) {
     for (;;) {
       node_type* x = manager_.get(ref);
-      if (x == nullptr || x->held_back() || x->held.empty()) return;
+      if (x == nullptr || x->held_back()) return;
+      if (x->held.empty()) return settle(*x);
       auto r = std::move(x->held.front());
       x->held.pop_front();
       run(*x, r);
@@ -516,7 +524,7 @@ class service {
     init.min = init.keys.front();
     for (int lvl = 0; lvl < height; ++lvl) {
       auto& l = x.tower[static_cast<std::size_t>(lvl)];
-      const bool fenced = needs_fence(me_, b.rank, l.next);
+      const bool fenced = needs_fence(x.self, b, l.next);
       if (fenced) hand_over(x.self, b, l.next);
       init.next.push_back(l.next);
       init.next_min.push_back(l.next_min);
@@ -544,7 +552,7 @@ class service {
   link<K> link_new_node(node_type& x, int lvl, const request_type& r) {
     auto& l = x.tower[static_cast<std::size_t>(lvl)];
     const link<K> old = l;
-    const bool fenced = needs_fence(me_, r.new_node.rank, old.next);
+    const bool fenced = needs_fence(x.self, r.new_node, old.next);
     if (fenced) hand_over(x.self, r.new_node, old.next);
     post(r.new_node.rank, set_link<K>{r.new_node, lvl, old.next, old.next_min, true, false, fenced});
     l = {r.new_node, r.key};
@@ -568,15 +576,22 @@ class service {
 
   void handle(split_take<K, V>& m) {
     node_type* mk = manager_.get(m.target);
-    if (mk != nullptr) {
-      const auto id = std::pair{m.client, m.seq};
-      if (markers_[id] < m.markers) {
-        mk->parked_split = std::move(m);
-        return;
-      }
-      markers_.erase(id);
-    }
-    give_lower_half(mk, m);
+    if (mk == nullptr) return give_lower_half(nullptr, m);
+    // The hand-off waits for the relinked predecessors' markers and for every request this node already holds:
+    // all of them were sent before the split passed, so they must find the keys where they were.
+    mk->parked_split = std::move(m);
+    settle(*mk);
+  }
+
+  void settle(node_type& x) {
+    if (!x.parked_split || x.held_back() || !x.held.empty()) return;
+    const auto id = std::pair{x.parked_split->client, x.parked_split->seq};
+    auto it = markers_.find(id);
+    if ((it == markers_.end() ? 0 : it->second) < x.parked_split->markers) return;
+    if (it != markers_.end()) markers_.erase(it);
+    auto take = std::move(*x.parked_split);
+    x.parked_split.reset();
+    give_lower_half(&x, take);
   }
 
   void give_lower_half(node_type* mk, split_take<K, V>& m) {
@@ -668,21 +683,15 @@ class service {
     if (t == nullptr) return;
     const auto id = std::pair{m.client, m.seq};
     const int count = ++markers_[id];
-    if (t->parked_split && t->parked_split->client == m.client && t->parked_split->seq == m.seq &&
-        count >= t->parked_split->markers) {
-      auto take = std::move(*t->parked_split);
-      t->parked_split.reset();
-      markers_.erase(id);
-      return give_lower_half(t, take);
-    }
+    if (t->parked_split) settle(*t);
     if (!t->parked_delete) return;
     auto& parked = *t->parked_delete;
     if (parked.client != m.client || parked.seq != m.seq || count < static_cast<int>(parked.waiters.size())) return;
     auto r = std::move(parked);
     t->parked_delete.reset();
     if (t->held_back()) {
-      // Busy (a split waits for a free node): the delete runs first once it may (its markers are all in).
-      t->held.push_front(std::move(r));
+      // Busy (a split waits for a free node): the delete runs after the requests held so far, which came first.
+      t->held.push_back(std::move(r));
       return;
     }
     markers_.erase(id);
@@ -723,7 +732,7 @@ class service {
   void unlink_and_free(node_type& t, const request_type& r) {
     for (const auto& w : r.waiters) {
       const auto& l = t.tower[static_cast<std::size_t>(w.level)];
-      const bool fenced = needs_fence(me_, w.node.rank, l.next);
+      const bool fenced = needs_fence(t.self, w.node, l.next);
       if (fenced) hand_over(t.self, w.node, l.next);
       post(w.node.rank, set_link<K>{w.node, w.level, l.next, l.next_min, false, true, fenced});
     }
