@@ -211,7 +211,7 @@ TEST(OrderedMap, RangesNeighboursAndFindsAgreeWithTheOracle) {
     for (long k = shoal::rank(); k < n; k += shoal::size()) m.async_insert(k * 3, k);
     m.barrier();
     std::mt19937_64 rng(5 + static_cast<std::uint64_t>(shoal::rank()));
-    for (int i = 0; i < 20; ++i) {
+    for (int i = 0; i < 10; ++i) {
       const long lo = std::uniform_int_distribution<long>(-5, n * 3)(rng);
       const long hi = lo + std::uniform_int_distribution<long>(0, 120)(rng);
       auto got = m.range(lo, hi);
@@ -311,7 +311,7 @@ TEST(OrderedMap, FloodsOfConcurrentRequestsDoNotDeadlock) {
     o.window_max = 512;
     o.asynchrony = 1024;
     ordered_map<long, long> m(o);
-    const long n = shoal::testing::scaled(800);
+    const long n = shoal::testing::scaled(400);
     std::vector<shoal::future<bool>> inserted, erased;
     for (long i = 0; i < n; ++i) inserted.push_back(m.async_insert(i * shoal::size() + shoal::rank(), i));
     for (long i = 0; i < n; ++i) {
