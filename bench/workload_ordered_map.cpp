@@ -1,0 +1,223 @@
+// Workload `ordered_map`: the experiments of the skip-list paper (seeds/000 §3) at the ranks given.
+//   FIND 100% under total order / sequential / none, beside a plain-MPI FIND on a range-partitioned sorted array
+//   (one request and one reply message per query, the same window of outstanding queries);
+//   RANGE-QUERY returning 100 / 1,000 / 10,000 key-values: operations/s, key-values/s, returned messages/s;
+//   the mixed workload 20% INSERT, 20% DELETE, 60% FIND (or RANGE-QUERY of 100);
+//   range queries over 1-4 dimensions (4096 results each).
+// --size: key-values in the list (default 100000; the paper's scale is --size 1M).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "bench.hpp"
+#include "shoal/containers/ordered_map.hpp"
+
+namespace {
+
+using shoal::bench::better;
+using shoal::bench::context;
+using map_type = shoal::ordered_map<std::int64_t, std::int64_t>;
+
+constexpr int query_tag = 7101;
+constexpr int reply_tag = 7102;
+
+/// Plain MPI: rank r owns keys [r*n/p, (r+1)*n/p) of a sorted array; a query is one message to the owner, which
+/// answers with one message. Each rank keeps `window` queries outstanding and serves others while it waits.
+double plain_mpi_finds(std::int64_t n, int queries, int window, std::uint64_t seed) {
+  const int me = shoal::rank(), np = shoal::size();
+  const std::int64_t lo = n * me / np, hi = n * (me + 1) / np;
+  std::vector<std::int64_t> keys;
+  for (std::int64_t k = lo; k < hi; ++k) keys.push_back(2 * k);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
+  return shoal::bench::timed([&] {
+    int sent = 0, answered = 0;
+    std::int64_t in_key = 0;
+    std::array<std::int64_t, 2> in_reply{};
+    MPI_Request done_req = MPI_REQUEST_NULL;
+    bool my_part_done = false;
+    std::vector<std::int64_t> out_keys(static_cast<std::size_t>(window));
+    std::vector<MPI_Request> sends;
+    for (;;) {
+      while (sent - answered < window && sent < queries) {
+        const std::int64_t k = pick(rng);
+        const int owner = static_cast<int>(k * np / n);
+        auto& slot = out_keys[static_cast<std::size_t>(sent % window)];
+        slot = 2 * k;
+        MPI_Send(&slot, 1, MPI_INT64_T, owner, query_tag, MPI_COMM_WORLD);
+        ++sent;
+      }
+      int flag = 0;
+      MPI_Status st;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+      if (flag && st.MPI_TAG == query_tag) {
+        MPI_Recv(&in_key, 1, MPI_INT64_T, st.MPI_SOURCE, query_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        auto it = std::lower_bound(keys.begin(), keys.end(), in_key);
+        std::array<std::int64_t, 2> answer{in_key, (it != keys.end() && *it == in_key) ? in_key / 2 : -1};
+        MPI_Send(answer.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD);
+      } else if (flag && st.MPI_TAG == reply_tag) {
+        MPI_Recv(in_reply.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        ++answered;
+      }
+      if (!my_part_done && answered == queries) {
+        my_part_done = true;
+        MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
+      }
+      if (my_part_done) {
+        int all = 0;
+        MPI_Test(&done_req, &all, MPI_STATUS_IGNORE);
+        if (all) break;
+      }
+    }
+  });
+}
+
+void run_ordered_map(context& ctx) {
+  const int me = shoal::rank(), np = shoal::size();
+  const auto n = static_cast<std::int64_t>(ctx.size_or(100000));
+  shoal::ordered_map_options opts;
+  opts.nodes_per_rank = static_cast<std::size_t>(n) / 16 + 1024;
+  map_type m(opts);
+  ctx.progress("filling " + std::to_string(n) + " key-values");
+  {
+    // Keys 0, 2, 4, ... inserted in a random order (odd keys stay free for the mixed workload's inserts).
+    std::vector<std::int64_t> mine;
+    for (std::int64_t k = me; k < n; k += np) mine.push_back(k);
+    std::shuffle(mine.begin(), mine.end(), std::mt19937_64(42 + static_cast<std::uint64_t>(me)));
+    for (auto k : mine) m.async_insert(2 * k, k);
+    m.barrier();
+  }
+  std::mt19937_64 rng(7 + static_cast<std::uint64_t>(me));
+  std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
+  const int finds = std::max(2000, static_cast<int>(std::min<std::int64_t>(n, 200000) / np));
+
+  const double t_mpi = plain_mpi_finds(n, finds, 64, 99 + static_cast<std::uint64_t>(me));
+  const double mpi_rate = finds * np / t_mpi;
+  const std::pair<shoal::consistency, const char*> semantics[] = {{shoal::consistency::total_order, "total order"},
+                                                                  {shoal::consistency::sequential, "sequential"},
+                                                                  {shoal::consistency::none, "none"}};
+  double find_rate = 0;
+  for (auto [c, label] : semantics) {
+    ctx.progress(std::string("find, ") + label);
+    m.set_consistency(c);
+    const double t = shoal::bench::timed([&] {
+      for (int i = 0; i < finds; ++i) m.async_find(2 * pick(rng));
+      m.barrier();
+    });
+    const double rate = finds * np / t;
+    if (c == shoal::consistency::none) find_rate = rate;
+    ctx.report("find 100%", label, rate / 1e6, "Mops/s", "plain MPI find", mpi_rate / 1e6);
+  }
+
+  // Range queries (no consistency, as in the paper's Figure 9).
+  for (int results : {100, 1000, 10000}) {
+    if (results * 4 > n) continue;
+    ctx.progress("range " + std::to_string(results));
+    const int queries = std::max(20, static_cast<int>(20000000 / results / np / 100));
+    const auto parts_before = shoal::allreduce(m.stats().range_parts, shoal::op::sum{});
+    std::uint64_t returned = 0;
+    const double t = shoal::bench::timed([&] {
+      std::vector<shoal::future<std::vector<std::pair<std::int64_t, std::int64_t>>>> fs;
+      for (int i = 0; i < queries; ++i) {
+        const std::int64_t lo = std::uniform_int_distribution<std::int64_t>(0, n - results)(rng);
+        fs.push_back(m.async_range(2 * lo, 2 * (lo + results - 1)));
+      }
+      for (auto& f : fs) returned += f.get().size();
+      m.barrier();
+    });
+    const auto parts = shoal::allreduce(m.stats().range_parts, shoal::op::sum{}) - parts_before;
+    const double kv = static_cast<double>(shoal::allreduce(returned, shoal::op::sum{}));
+    const std::string v = std::to_string(results) + " results";
+    ctx.report("range ops", v, queries * np / t / 1e3, "Kops/s", "find ops (none)", find_rate / 1e3);
+    ctx.report("range key-values", v, kv / t / 1e6, "Mkv/s", "find kv (none)", find_rate / 1e6);
+    ctx.report("range returned msgs", v, static_cast<double>(parts) / t / 1e6, "Mmsg/s", "find replies (none)",
+               find_rate / 1e6);
+  }
+
+  // Mixed: 20% insert, 20% delete, 60% find or range of 100.
+  for (bool ranges : {false, true}) {
+    ctx.progress(ranges ? "mixed with ranges" : "mixed with finds");
+    const int ops = ranges ? finds / 10 : finds;
+    std::uint64_t kv = 0;
+    const double t = shoal::bench::timed([&] {
+      std::vector<shoal::future<std::vector<std::pair<std::int64_t, std::int64_t>>>> fs;
+      for (int i = 0; i < ops; ++i) {
+        const int kind = static_cast<int>(rng() % 10);
+        const std::int64_t k = pick(rng);
+        if (kind < 2) m.async_insert(2 * k + 1, k);
+        else if (kind < 4) m.async_erase(2 * k + 1);
+        else if (ranges) fs.push_back(m.async_range(2 * k, 2 * k + 198));
+        else m.async_find(2 * k);
+      }
+      for (auto& f : fs) kv += f.get().size();
+      m.barrier();
+    });
+    const double rate = ops * np / t;
+    ctx.report(ranges ? "mixed 20/20/60 range" : "mixed 20/20/60 find", "none", rate / 1e6, "Mops/s",
+               "plain MPI find", mpi_rate / 1e6);
+    if (ranges) {
+      const double kvs = static_cast<double>(shoal::allreduce(kv, shoal::op::sum{})) / t;
+      ctx.report("mixed range key-values", "none", kvs / 1e6, "Mkv/s", "find kv (none)", find_rate / 1e6);
+    }
+  }
+  m.barrier();
+
+  // Range queries over 1..4 dimensions, 4096 results each, on a grid of about min(n, 65536) keys.
+  double one_dim_rate = 0, one_dim_msgs = 0;
+  const auto grid_keys = std::min<std::int64_t>(n, 65536);
+  auto dims_run = [&]<std::size_t D>(std::integral_constant<std::size_t, D>) {
+    using key = std::array<int, D>;
+    const int side = static_cast<int>(std::llround(std::pow(static_cast<double>(grid_keys), 1.0 / D)));
+    const int width = static_cast<int>(std::llround(std::pow(4096.0, 1.0 / D)));
+    shoal::ordered_map_options o;
+    o.semantics = shoal::consistency::none;
+    o.nodes_per_rank = static_cast<std::size_t>(grid_keys) / 16 + 1024;
+    shoal::ordered_map<key, std::int64_t> g(o);
+    std::int64_t total = 1;
+    for (std::size_t d = 0; d < D; ++d) total *= side;
+    for (std::int64_t i = me; i < total; i += np) {
+      key k{};
+      std::int64_t rest = i;
+      for (std::size_t d = D; d-- > 0;) k[d] = static_cast<int>(rest % side), rest /= side;
+      g.async_insert(k, i);
+    }
+    g.barrier();
+    ctx.progress("range over " + std::to_string(D) + " dimensions");
+    const int queries = 40;
+    const auto parts_before = shoal::allreduce(g.stats().range_parts, shoal::op::sum{});
+    std::uint64_t returned = 0;
+    const double t = shoal::bench::timed([&] {
+      std::vector<shoal::future<std::vector<std::pair<key, std::int64_t>>>> fs;
+      for (int q = 0; q < queries; ++q) {
+        std::vector<shoal::dimension_range> box;
+        for (std::size_t d = 0; d < D; ++d) {
+          const int lo = static_cast<int>(rng() % static_cast<std::uint64_t>(std::max(1, side - width + 1)));
+          box.push_back({lo, lo + width - 1});
+        }
+        fs.push_back(g.async_range(shoal::key_box(box)));
+      }
+      for (auto& f : fs) returned += f.get().size();
+      g.barrier();
+    });
+    const auto parts = shoal::allreduce(g.stats().range_parts, shoal::op::sum{}) - parts_before;
+    const double kv = static_cast<double>(shoal::allreduce(returned, shoal::op::sum{})) / t;
+    const double msgs = static_cast<double>(parts) / t;
+    if (D == 1) one_dim_rate = kv, one_dim_msgs = msgs;
+    const std::string v = std::to_string(D) + "-D, " + std::to_string(width) + "^" + std::to_string(D);
+    ctx.report("range key-values by dims", v, kv / 1e6, "Mkv/s", "1-D range", one_dim_rate / 1e6);
+    ctx.report("range msgs by dims", v, msgs / 1e3, "Kmsg/s", "1-D range msgs", one_dim_msgs / 1e3);
+  };
+  dims_run(std::integral_constant<std::size_t, 1>{});
+  dims_run(std::integral_constant<std::size_t, 2>{});
+  dims_run(std::integral_constant<std::size_t, 3>{});
+  dims_run(std::integral_constant<std::size_t, 4>{});
+}
+
+const shoal::bench::registrar reg("ordered_map",
+                                  "skip-list service: find under 3 semantics vs plain MPI, ranges, mixed, dimensions",
+                                  run_ordered_map);
+
+}  // namespace

@@ -1,0 +1,53 @@
+// shoal/containers/detail/ordered_map/bulletin_board.hpp — the shortcuts of one rank (paper §2.5).
+//
+// Every node posts (min key, node, tower height) on the board of the rank that owns it; clients and nodes of that
+// rank look up the node with the largest min key below a key to enter the list there instead of at the head. A
+// shortcut is only a hint: the node it names checks it still covers the key, and otherwise the request fails over
+// to the head.
+#pragma once
+
+#include <map>
+#include <optional>
+
+#include "shoal/containers/detail/ordered_map/messages.hpp"
+
+namespace shoal::detail::ordered_map {
+
+template <class K>
+class bulletin_board {
+ public:
+  struct entry {
+    node_ref node;
+    int height = 0;
+  };
+  struct shortcut {
+    K min;
+    node_ref node;
+    int height = 0;
+  };
+
+  void post(const K& min, node_ref node, int height) { board_[min] = {node, height}; }
+  void remove(const K& min, node_ref node) {
+    auto it = board_.find(min);
+    if (it != board_.end() && it->second.node == node) board_.erase(it);
+  }
+
+  /// The posted node with the largest min key below `key` (strictly below when `strictly`) whose tower is at least
+  /// `min_height` tall.
+  std::optional<shortcut> lookup(const K& key, bool strictly, int min_height = 1) const {
+    auto it = strictly ? board_.lower_bound(key) : board_.upper_bound(key);
+    for (int looked = 0; it != board_.begin() && looked < max_scan; ++looked) {
+      --it;
+      if (it->second.height >= min_height) return shortcut{it->first, it->second.node, it->second.height};
+    }
+    return std::nullopt;
+  }
+
+  std::size_t size() const { return board_.size(); }
+
+ private:
+  static constexpr int max_scan = 64;  // taller towers are rarer: give up and enter at the head
+  std::map<K, entry> board_;
+};
+
+}  // namespace shoal::detail::ordered_map

@@ -1,0 +1,163 @@
+// shoal/containers/detail/ordered_map/node.hpp — one skip-list node: up to G sorted key-values and a tower that
+// holds, per level, the next node and that node's minimum key (paper Figure 2). Pure, sequential logic: where a
+// request goes next, local insert / erase / lookup, and how a node splits.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "shoal/containers/detail/ordered_map/messages.hpp"
+
+namespace shoal::detail::ordered_map {
+
+/// One level of a tower: the next node on that level and its min key (no next node: the end sentinel, +infinity).
+template <class K>
+struct link {
+  node_ref next;
+  K next_min{};
+  bool has_next() const { return next.valid(); }
+};
+
+/// Which way a request goes at one level of a node.
+enum class step { hop, descend };
+
+/// The decision of Listing 1/3/4: hop to the next node on this level, or descend. `strict` for operations that must
+/// visit the predecessor of their key at every level (erase, split): they hop only past smaller min keys.
+template <class K>
+step next_step(const link<K>& l, const K& key, bool strict) {
+  if (!l.has_next()) return step::descend;
+  if (strict) return l.next_min < key ? step::hop : step::descend;
+  return key < l.next_min ? step::descend : step::hop;
+}
+
+template <class K, class V>
+struct node {
+  // identity and content
+  node_ref self;  // rank, slot and the generation of this use of the slot
+  std::uint32_t gen = 0;
+  bool in_use = false;
+  bool is_head = false;
+  K min{};
+  std::vector<link<K>> tower;
+  std::vector<K> keys;  // sorted, unique
+  std::vector<V> values;
+
+  // states that hold incoming requests (paper: a node accepts no request until it may)
+  int waiting_levels = 0;   // predecessor levels waiting for a min-key DELETE of the next node
+  bool allocating = false;  // a split asked the managers for a free node
+  bool initializing = false;  // a node being linked in before a marked node (Figure 6c)
+  int links_missing = 0;
+  bool data_missing = false;
+  std::optional<split_data<K, V>> data;
+  bool marked = false;  // pending split through the client: inserts only locally
+
+  std::deque<request<K, V>> held;
+  std::optional<request<K, V>> pending_insert;  // the insert whose split waits for a free node
+  std::optional<request<K, V>> parked_delete;   // min-key delete waiting for its predecessors' markers
+  std::optional<split_take<K, V>> parked_split;  // split waiting for the markers of the relinked predecessors
+
+  int height() const { return static_cast<int>(tower.size()); }
+  std::size_t size() const { return keys.size(); }
+  bool held_back() const { return waiting_levels > 0 || allocating || initializing; }
+
+  /// Lower-bound position of `key` among the local keys.
+  std::size_t position(const K& key) const {
+    return static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
+  }
+
+  const V* find(const K& key) const {
+    const auto i = position(key);
+    return (i < keys.size() && keys[i] == key) ? &values[i] : nullptr;
+  }
+
+  /// Inserts unless present; false for a duplicate.
+  bool insert(const K& key, const V& value) {
+    const auto i = position(key);
+    if (i < keys.size() && keys[i] == key) return false;
+    keys.insert(keys.begin() + static_cast<std::ptrdiff_t>(i), key);
+    values.insert(values.begin() + static_cast<std::ptrdiff_t>(i), value);
+    return true;
+  }
+
+  bool erase(const K& key) {
+    const auto i = position(key);
+    if (i >= keys.size() || !(keys[i] == key)) return false;
+    keys.erase(keys.begin() + static_cast<std::ptrdiff_t>(i));
+    values.erase(values.begin() + static_cast<std::ptrdiff_t>(i));
+    return true;
+  }
+
+  /// First local key >= key (or > key when `strictly`), as an index.
+  std::optional<std::size_t> first_from(const K& key, bool strictly) const {
+    auto it = strictly ? std::upper_bound(keys.begin(), keys.end(), key)
+                       : std::lower_bound(keys.begin(), keys.end(), key);
+    if (it == keys.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - keys.begin());
+  }
+
+  /// Local keys in [lo, hi] (or [lo, hi) ), kept only when `keep` says so.
+  template <class Keep>
+  void collect(const K& lo, const K& hi, bool hi_inclusive, Keep&& keep, std::vector<K>& out_keys,
+               std::vector<V>& out_values) const {
+    for (auto i = position(lo); i < keys.size(); ++i) {
+      if (hi_inclusive ? hi < keys[i] : !(keys[i] < hi)) break;
+      if (keep(keys[i])) {
+        out_keys.push_back(keys[i]);
+        out_values.push_back(values[i]);
+      }
+    }
+  }
+
+  /// Moves the keys from index `from` to the end out of this node.
+  void take_tail(std::size_t from, std::vector<K>& out_keys, std::vector<V>& out_values) {
+    out_keys.assign(std::make_move_iterator(keys.begin() + static_cast<std::ptrdiff_t>(from)),
+                    std::make_move_iterator(keys.end()));
+    out_values.assign(std::make_move_iterator(values.begin() + static_cast<std::ptrdiff_t>(from)),
+                      std::make_move_iterator(values.end()));
+    keys.resize(from);
+    values.resize(from);
+  }
+
+  /// Moves the first `count` keys out of this node.
+  void take_head(std::size_t count, std::vector<K>& out_keys, std::vector<V>& out_values) {
+    const auto n = static_cast<std::ptrdiff_t>(count);
+    out_keys.insert(out_keys.end(), std::make_move_iterator(keys.begin()), std::make_move_iterator(keys.begin() + n));
+    out_values.insert(out_values.end(), std::make_move_iterator(values.begin()),
+                      std::make_move_iterator(values.begin() + n));
+    keys.erase(keys.begin(), keys.begin() + n);
+    values.erase(values.begin(), values.begin() + n);
+  }
+
+  /// Clears the node for reuse; the generation changes so that stale references are detected.
+  void release() {
+    const node_ref slot_ref{self.rank, self.slot, gen + 1};
+    *this = node{};
+    gen = slot_ref.gen;
+    self = slot_ref;
+  }
+};
+
+/// Tower heights: level i+1 with probability p given level i, capped at max_height (a Bernoulli process, Pugh).
+class tower_heights {
+ public:
+  tower_heights(double p, int max_height, std::uint64_t seed) : p_(p), max_(max_height), rng_(seed) {}
+  int draw() {
+    int h = 1;
+    std::bernoulli_distribution up(p_);
+    while (h < max_ && up(rng_)) ++h;
+    return h;
+  }
+
+ private:
+  double p_;
+  int max_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace shoal::detail::ordered_map

@@ -1,0 +1,912 @@
+// shoal/containers/detail/ordered_map/service.hpp — one rank's share of the skip-list service: its nodes (active
+// objects handling requests one at a time), its node manager, its bulletin board of shortcuts, and its client (the
+// application side: window, sequence numbers, hold-back queue, range reassembly).
+//
+// The service only sees bytes: `deliver` takes a message from the network, and the transport sends messages to other
+// ranks. A message to a node of this rank is handled right away, after the handler that sent it, through a local FIFO
+// (so one incoming message and everything it causes on this rank run as one atomic step). Messages from one rank to
+// another must be handled in send order; the service needs nothing else from the network.
+//
+// Order (paper §2.4): requests only move forward and each node handles one at a time, so requests cannot overtake
+// one another on a path — provided the channel into a node stays FIFO when its sender changes. Two mechanisms keep it:
+//   fence   when a node takes over the sending to a successor from a node on another rank (link, unlink), the old
+//           sender sends a fence behind its last request; the successor's rank acknowledges it to the new sender,
+//           which holds its messages to that successor until then;
+//   marker  a predecessor that starts waiting for a min-key DELETE sends a marker to the target; the target finishes
+//           the delete only once every waiting predecessor's marker has arrived (their earlier requests came first).
+#pragma once
+
+#include <absl/container/flat_hash_map.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "shoal/containers/detail/ordered_map/bulletin_board.hpp"
+#include "shoal/containers/detail/ordered_map/messages.hpp"
+#include "shoal/containers/detail/ordered_map/node.hpp"
+#include "shoal/containers/detail/ordered_map/node_manager.hpp"
+#include "shoal/containers/detail/ordered_map/options.hpp"
+
+namespace shoal::detail::ordered_map {
+
+/// How the service reaches other ranks.
+struct transport {
+  int rank = 0;
+  int ranks = 1;
+  std::function<void(int, std::vector<std::byte>&&)> send;
+  std::function<void()> flush;  // push buffered messages out (may be empty)
+};
+
+/// What an operation returns to its client.
+template <class K, class V>
+struct op_result {
+  status st = status::ok;
+  std::optional<K> key;
+  std::optional<V> value;
+  std::vector<K> keys;  // range
+  std::vector<V> values;
+  std::uint64_t head_stamp = 0;  // position in the head's order (total order; 0 when not entered at the head)
+};
+
+/// An operation as a client issues it.
+template <class K, class V>
+struct op_spec {
+  op_kind op = op_kind::find;
+  K key{};
+  K hi{};  // range: inclusive end
+  V value{};
+  key_box box;
+};
+
+/// Counters of one rank (for tests, benchmarks and the documentation's cost figures).
+struct service_stats {
+  std::uint64_t requests_handled = 0;
+  std::uint64_t remote_messages = 0;
+  std::uint64_t range_parts = 0;
+  std::uint64_t shortcuts_taken = 0;
+  std::uint64_t bounces = 0;
+  std::uint64_t splits = 0;
+  std::uint64_t fences = 0;
+  std::uint64_t nodes_freed = 0;
+};
+
+template <class K, class V>
+class service {
+ public:
+  using node_type = node<K, V>;
+  using request_type = request<K, V>;
+  using message_type = message<K, V>;
+  using result_type = op_result<K, V>;
+  using completion = std::function<void(result_type&&)>;
+  using codec_type = codec<K, V>;
+
+  static constexpr node_ref head_ref{0, 0, 0};
+
+  service(const ordered_map_options& opts, transport net)
+      : opt_(opts), net_(std::move(net)), me_(net_.rank), np_(net_.ranks),
+        manager_(net_.rank, opts.nodes_per_rank),
+        heights_(opts.tower_p, opts.max_height, opts.seed + static_cast<std::uint64_t>(net_.rank) * 0x9e3779b97f4a7c15ULL),
+        spread_next_(net_.rank), window_(std::clamp(opts.window, opts.window_min, opts.window_max)) {
+    if (me_ == 0) {
+      const node_ref h = manager_.acquire();
+      auto& head = *manager_.get(h);
+      head.is_head = true;
+      head.tower.resize(static_cast<std::size_t>(opt_.max_height));
+    }
+  }
+
+  // ---- network side ------------------------------------------------------------------------------------------
+
+  /// A message from another rank.
+  void deliver(std::span<const std::byte> bytes) {
+    local_.push_back(codec_type::decode(bytes));
+    pump();
+  }
+
+  // ---- client side -------------------------------------------------------------------------------------------
+
+  /// Issues an operation unless the window is full or (sequential consistency) it would have to wait for an earlier
+  /// operation of this client; `done` runs once with the result (in issue order under sequential consistency).
+  bool try_issue(const op_spec<K, V>& spec, completion done) {
+    if (ops_.size() >= window_) return false;
+    const bool strict = spec.op == op_kind::erase;
+    const K& region_hi = spec.op == op_kind::range ? spec.hi : spec.key;
+    std::optional<typename bulletin_board<K>::shortcut> sc;
+    if (opt_.semantics != consistency::total_order) sc = board_.lookup(spec.key, strict);
+    bool via_head = !sc.has_value();
+    if (opt_.semantics == consistency::sequential) {
+      const bool shortcut_ok = sc && !conflicts(false, sc->min, region_hi);
+      if (!shortcut_ok) {
+        if (conflicts(true, spec.key, region_hi)) return false;
+        via_head = true;
+      }
+    }
+    const std::uint64_t seq = next_seq_++;
+    auto& o = ops_[seq];
+    o.op = spec.op;
+    o.hi = region_hi;
+    o.via_head = via_head;
+    if (!via_head) o.entry_min = sc->min;
+    o.done = std::move(done);
+    o.issued_at = clock_now();
+    if (spec.op == op_kind::range) o.cursor = spec.key;
+
+    request_type r;
+    r.op = spec.op;
+    r.client = me_;
+    r.seq = seq;
+    r.key = spec.key;
+    r.hi = spec.hi;
+    r.value = spec.value;
+    r.box = spec.box;
+    if (spec.op == op_kind::range) r.set(flag::hi_inclusive);
+    enter(std::move(r), via_head ? head_ref : sc->node);
+    return true;
+  }
+
+  /// Changes the semantics of this rank's client and nodes (every rank must change it, between quiescent points).
+  void set_semantics(consistency c) { opt_.semantics = c; }
+
+  /// Operations issued by this rank and not yet delivered.
+  std::size_t outstanding() const { return ops_.size(); }
+  std::size_t window() const { return window_; }
+
+  /// Pushes buffered messages out.
+  void flush() {
+    if (net_.flush) net_.flush();
+    unflushed_ = 0;
+  }
+
+  // ---- inspection (local) ----------------------------------------------------------------------------------------
+
+  std::size_t local_keys() const {
+    std::size_t n = 0;
+    for (auto& s : manager_.slots())
+      if (s.in_use) n += s.keys.size();
+    return n;
+  }
+  std::size_t local_nodes() const { return manager_.in_use(); }
+  const service_stats& stats() const { return stats_; }
+
+  /// Every key-value held on this rank, with the node min keys (for invariant checks).
+  template <class F>
+  void for_each_local_node(F&& f) const {
+    for (auto& s : manager_.slots())
+      if (s.in_use) f(s);
+  }
+
+  /// Posts a shortcut by hand (tests: a stale shortcut must fail over to the head).
+  void post_shortcut(const K& min, node_ref node, int height) { board_.post(min, node, height); }
+  std::optional<typename bulletin_board<K>::shortcut> shortcut_for(const K& key) const {
+    return board_.lookup(key, false);
+  }
+
+ private:
+  struct client_op {
+    op_kind op = op_kind::find;
+    K hi{};
+    bool via_head = true;
+    K entry_min{};
+    bool completed = false;
+    completion done;
+    result_type result;
+    double issued_at = 0;
+    // range reassembly: parts by start key, and the start of the first part not yet received
+    struct part {
+      K hi;
+      bool inclusive = false;
+      std::vector<K> keys;
+      std::vector<V> values;
+    };
+    std::map<K, part> parts;
+    K cursor{};
+  };
+
+  struct channel {
+    int pending = 0;  // fence acks still expected (negative: acks that came before the hand-over was known)
+    std::deque<message_type> queue;
+  };
+
+  static double clock_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  // ---- sending ---------------------------------------------------------------------------------------------------
+
+  void post(int rank, message_type&& m) {
+    if (rank == me_) {
+      local_.push_back(std::move(m));
+      return;
+    }
+    ++stats_.remote_messages;
+    net_.send(rank, codec_type::encode(m));
+    if (++unflushed_ > opt_.asynchrony) flush();
+  }
+
+  /// A message from node `from` to node `dest`: held while `from` waits for a fence on that channel.
+  void send_from(const node_ref& from, const node_ref& dest, message_type&& m) {
+    auto it = outbox_.find(std::pair{from, dest});
+    if (it != outbox_.end() && it->second.pending > 0) {
+      it->second.queue.push_back(std::move(m));
+      return;
+    }
+    post(dest.rank, std::move(m));
+  }
+
+  void expect_fence(const node_ref& from, const node_ref& dest) { adjust_fence(from, dest, +1); }
+
+  void adjust_fence(const node_ref& from, const node_ref& dest, int delta) {
+    auto& ch = outbox_[std::pair{from, dest}];
+    ch.pending += delta;
+    if (ch.pending > 0) return;
+    auto queue = std::move(ch.queue);
+    if (ch.pending == 0) outbox_.erase(std::pair{from, dest});
+    for (auto& m : queue) post(dest.rank, std::move(m));
+  }
+
+  /// A fence is needed when the new sender is on another rank than the old one and the old one's requests to `dest`
+  /// may still be on the way (it is not on dest's rank, where they were handled at once) — or when the old sender
+  /// still holds messages to `dest` (waiting for a fence of its own), which the new one must not overtake.
+  bool needs_fence(const node_ref& old_sender, const node_ref& new_sender, const node_ref& dest) const {
+    if (!dest.valid()) return false;
+    if (old_sender.rank != new_sender.rank && old_sender.rank != dest.rank) return true;
+    auto it = outbox_.find(std::pair{old_sender, dest});
+    return it != outbox_.end() && it->second.pending > 0;
+  }
+
+  void hand_over(const node_ref& old_sender, const node_ref& new_sender, const node_ref& dest) {
+    ++stats_.fences;
+    send_from(old_sender, dest, fence{new_sender, dest});
+  }
+
+  void pump() {
+    if (pumping_) return;
+    pumping_ = true;
+    while (!local_.empty()) {
+      auto m = std::move(local_.front());
+      local_.pop_front();
+      std::visit([&](auto& x) { handle(x); }, m);
+    }
+    pumping_ = false;
+  }
+
+  // ---- requests at nodes -----------------------------------------------------------------------------------------
+
+  void enter(request_type&& r, const node_ref& entry) {
+    r.target = entry;
+    r.set(flag::entry);
+    r.set(flag::via_shortcut, !(entry == head_ref));
+    if (!(entry == head_ref)) ++stats_.shortcuts_taken;
+    r.waiters.clear();
+    post(entry.rank, std::move(r));
+    pump();
+  }
+
+  void handle(request_type& r) {
+    node_type* x = manager_.get(r.target);
+    if (x == nullptr) return send_back(std::move(r));
+    if (x->held_back()) {
+      x->held.push_back(std::move(r));
+      return;
+    }
+    run(*x, r);
+  }
+
+  void drain(const node_ref& ref) {
+    for (;;) {
+      node_type* x = manager_.get(ref);
+      if (x == nullptr || x->held_back()) return;
+      if (x->held.empty()) return settle(*x);
+      auto r = std::move(x->held.front());
+      x->held.pop_front();
+      run(*x, r);
+    }
+  }
+
+  /// True when `x` may serve as the first node of `r` (a shortcut names a node that may have changed since).
+  bool valid_entry(const node_type& x, const request_type& r) const {
+    if (x.is_head) return true;
+    if (r.op == op_kind::erase || r.op == op_kind::split) {
+      if (!(x.min < r.key)) return false;
+      return r.op != op_kind::split || x.height() >= r.new_height;
+    }
+    return !(r.key < x.min);
+  }
+
+  void run(node_type& x, request_type& r) {
+    ++stats_.requests_handled;
+    if (r.has(flag::entry)) {
+      if (!valid_entry(x, r)) return send_back(std::move(r));
+      r.set(flag::entry, false);
+      r.level = x.height() - 1;
+      r.entry_height = x.height();
+      if (x.is_head) r.head_stamp = ++head_stamp_;
+    }
+    if (r.has(flag::min_target)) return min_target_arrived(x, std::move(r));
+    if (r.op == op_kind::range) return run_range(x, r);
+
+    const bool strict = r.op == op_kind::erase || r.op == op_kind::split;
+    for (int lvl = std::min(r.level, x.height() - 1); lvl >= 0; --lvl) {
+      auto& l = x.tower[static_cast<std::size_t>(lvl)];
+      if (next_step(l, r.key, strict) == step::hop) {
+        if (reads_only(r.op) && opt_.semantics == consistency::none && jump(x, l, r)) return;
+        return forward(x, l.next, lvl, std::move(r));
+      }
+      if (r.op == op_kind::erase && l.has_next() && l.next_min == r.key) {
+        // Figure 7(b): the next node's min key is deleted; this level waits until the delete has finished there.
+        ++x.waiting_levels;
+        r.waiters.push_back({x.self, lvl});
+        send_from(x.self, l.next, marker{l.next, r.client, r.seq});
+        if (lvl == 0) {
+          r.set(flag::min_target);
+          return forward(x, l.next, 0, std::move(r));
+        }
+        continue;
+      }
+      if (r.op == op_kind::split && lvl < r.new_height) {
+        const link<K> old = link_new_node(x, lvl, r);
+        if (old.next == r.marked) {
+          // Requests this level sent to the marked node must reach it before it hands keys to the new node.
+          r.waiters.push_back({x.self, lvl});
+          send_from(x.self, r.marked, marker{r.marked, r.client, r.seq});
+        }
+        if (lvl == 0) return finish_split_link(x, old, r);
+      }
+    }
+    at_bottom(x, std::move(r));
+  }
+
+  /// No consistency: a node may jump ahead to a shortcut of its rank that is past its next node.
+  bool jump(node_type& x, const link<K>& l, request_type& r) {
+    auto sc = board_.lookup(r.key, false);
+    if (!sc || !(l.next_min < sc->min) || sc->node == x.self) return false;
+    ++stats_.shortcuts_taken;
+    r.target = sc->node;
+    r.set(flag::entry);
+    r.set(flag::via_shortcut);
+    post(me_, std::move(r));
+    return true;
+  }
+
+  void forward(node_type& x, const node_ref& next, int lvl, request_type&& r) {
+    r.target = next;
+    r.level = lvl;
+    send_from(x.self, next, std::move(r));
+  }
+
+  void at_bottom(node_type& x, request_type&& r) {
+    switch (r.op) {
+      case op_kind::find: {
+        const V* v = x.find(r.key);
+        reply_type p = reply_for(r, v ? status::ok : status::absent);
+        if (v) p.value = *v;
+        return post_reply(std::move(p));
+      }
+      case op_kind::insert: return local_insert(x, std::move(r));
+      case op_kind::erase: {
+        const bool found = x.erase(r.key);
+        return post_reply(reply_for(r, found ? status::ok : status::absent));
+      }
+      case op_kind::lower_bound:
+      case op_kind::successor: {
+        const auto i = x.first_from(r.key, r.op == op_kind::successor);
+        if (i) {
+          reply_type p = reply_for(r, status::ok);
+          p.key = x.keys[*i];
+          p.value = x.values[*i];
+          return post_reply(std::move(p));
+        }
+        if (x.tower[0].has_next()) return forward(x, x.tower[0].next, 0, std::move(r));
+        return post_reply(reply_for(r, status::absent));
+      }
+      default: return;
+    }
+  }
+
+  // ---- range queries (Listing 2): split at every tower level whose next node starts inside the range --------------
+
+  void run_range(node_type& x, request_type& r) {
+    for (int lvl = std::min(r.level, x.height() - 1); lvl >= 0; --lvl) {
+      auto& l = x.tower[static_cast<std::size_t>(lvl)];
+      if (!l.has_next()) continue;
+      if (!(r.key < l.next_min)) return forward(x, l.next, lvl, std::move(r));
+      const bool reaches = r.has(flag::hi_inclusive) ? !(r.hi < l.next_min) : l.next_min < r.hi;
+      if (reaches) {
+        request_type rest = r;
+        rest.key = l.next_min;
+        forward(x, l.next, lvl, std::move(rest));
+        r.hi = l.next_min;
+        r.set(flag::hi_inclusive, false);
+      }
+    }
+    ++stats_.range_parts;
+    reply_type p = reply_for(r, status::ok);
+    p.key = r.key;
+    p.hi = r.hi;
+    p.hi_inclusive = r.has(flag::hi_inclusive);
+    x.collect(r.key, r.hi, p.hi_inclusive, [&](const K& k) { return keep_in_box(r.box, k); }, p.keys, p.values);
+    post_reply(std::move(p));
+  }
+
+  static bool keep_in_box(const key_box& box, const K& k) {
+    if constexpr (multi_dimensional_key<K>) {
+      return box.empty_box() || box.contains(k);
+    } else {
+      return true;
+    }
+  }
+
+  // ---- insert and split (Figures 5 and 6) --------------------------------------------------------------------------
+
+  struct pending_split {
+    int height = 1;
+    bool before = false;
+  };
+
+  void local_insert(node_type& x, request_type&& r) {
+    if (!x.insert(r.key, r.value)) return post_reply(reply_for(r, status::duplicate));
+    if (x.size() <= opt_.granularity || x.marked) return post_reply(reply_for(r, status::ok));
+    // Too many key-values: split. A tower no taller than this node's goes right after it (6b); a taller one must go
+    // before it, which only a traversal from the head can link (6c): this node is marked and the client asks for it.
+    const int h = heights_.draw();
+    const bool before = !x.is_head && h > x.height();
+    const int start = opt_.spread_nodes ? (spread_next_ = (spread_next_ + 1) % np_) : me_;
+    if (start == me_) {
+      const node_ref got = manager_.acquire();
+      if (got.valid()) {
+        prepare_new(*manager_.get(got), h, before, x.min);
+        return complete_split(x, std::move(r), got, {h, before});
+      }
+    }
+    x.allocating = true;
+    split_heights_[x.self] = {h, before};
+    const int first = start == me_ ? node_manager<K, V>::next_in_ring(me_, 0, np_) : start;
+    const int hops = start == me_ ? 1 : 0;
+    x.pending_insert = std::move(r);
+    if (first < 0) return on_alloc(x, node_ref{});
+    post(first, alloc_request<K>{x.self, start, hops, h, before, x.min});
+  }
+
+  void prepare_new(node_type& n, int height, bool before, const K& min) {
+    n.tower.assign(static_cast<std::size_t>(height), link<K>{});
+    n.min = min;
+    if (before) {
+      n.initializing = true;
+      n.links_missing = height;
+      n.data_missing = true;
+    }
+  }
+
+  void on_alloc(node_type& x, const node_ref& granted) {
+    x.allocating = false;
+    auto r = std::move(*x.pending_insert);
+    x.pending_insert.reset();
+    const auto ps = split_heights_[x.self];
+    split_heights_.erase(x.self);
+    complete_split(x, std::move(r), granted, ps);
+    drain(x.self);
+  }
+
+  void complete_split(node_type& x, request_type&& r, const node_ref& got, pending_split ps) {
+    if (!got.valid()) {
+      x.erase(r.key);
+      return post_reply(reply_for(r, status::list_full));
+    }
+    ++stats_.splits;
+    if (!ps.before) {
+      split_after(x, got, ps.height);
+      return post_reply(reply_for(r, status::ok));
+    }
+    x.marked = true;
+    reply_type p = reply_for(r, status::split_needed);
+    p.key = x.min;
+    p.new_node = got;
+    p.marked = x.self;
+    p.new_height = ps.height;
+    post_reply(std::move(p));
+  }
+
+  /// Figure 6(b): the upper half moves to a new node linked right after this one on its lowest `height` levels.
+  void split_after(node_type& x, const node_ref& b, int height) {
+    node_init<K, V> init;
+    init.target = b;
+    x.take_tail(x.size() / 2, init.keys, init.values);
+    init.min = init.keys.front();
+    for (int lvl = 0; lvl < height; ++lvl) {
+      auto& l = x.tower[static_cast<std::size_t>(lvl)];
+      const bool fenced = needs_fence(x.self, b, l.next);
+      if (fenced) hand_over(x.self, b, l.next);
+      init.next.push_back(l.next);
+      init.next_min.push_back(l.next_min);
+      init.fenced.push_back(fenced ? 1 : 0);
+      l = {b, init.min};
+    }
+    post(b.rank, std::move(init));
+  }
+
+  void handle(node_init<K, V>& m) {
+    node_type* b = manager_.get(m.target);
+    if (b == nullptr) return;
+    b->min = m.min;
+    b->keys = std::move(m.keys);
+    b->values = std::move(m.values);
+    for (std::size_t lvl = 0; lvl < m.next.size(); ++lvl) {
+      b->tower[lvl] = {m.next[lvl], m.next_min[lvl]};
+      if (m.fenced[lvl]) expect_fence(b->self, m.next[lvl]);
+    }
+    board_.post(b->min, b->self, b->height());
+    drain(b->self);
+  }
+
+  /// Figure 6(c), at a predecessor on a level below the new tower's height: link the new node in.
+  link<K> link_new_node(node_type& x, int lvl, const request_type& r) {
+    auto& l = x.tower[static_cast<std::size_t>(lvl)];
+    const link<K> old = l;
+    const bool fenced = needs_fence(x.self, r.new_node, old.next);
+    if (fenced) hand_over(x.self, r.new_node, old.next);
+    post(r.new_node.rank, set_link<K>{r.new_node, lvl, old.next, old.next_min, true, false, fenced});
+    l = {r.new_node, r.key};
+    return old;
+  }
+
+  /// The level-0 predecessor of the new node gives it its keys >= the split key, and asks the marked node for the
+  /// lower half of its own.
+  void finish_split_link(node_type& x, const link<K>& old, const request_type& r) {
+    std::vector<K> keys;
+    std::vector<V> values;
+    x.take_tail(x.position(r.key), keys, values);
+    if (old.next == r.marked) {
+      send_from(x.self, r.marked,
+                split_take<K, V>{r.marked, r.new_node, r.client, r.seq, static_cast<std::int32_t>(r.waiters.size()),
+                                 std::move(keys), std::move(values)});
+    } else {
+      post(r.new_node.rank, split_data<K, V>{r.new_node, node_ref{}, K{}, std::move(keys), std::move(values)});
+    }
+  }
+
+  void handle(split_take<K, V>& m) {
+    node_type* mk = manager_.get(m.target);
+    if (mk == nullptr) return give_lower_half(nullptr, m);
+    // The hand-off waits for the relinked predecessors' markers and for every request this node already holds:
+    // all of them were sent before the split passed, so they must find the keys where they were.
+    mk->parked_split = std::move(m);
+    settle(*mk);
+  }
+
+  void settle(node_type& x) {
+    if (!x.parked_split || x.held_back() || !x.held.empty()) return;
+    const auto id = std::pair{x.parked_split->client, x.parked_split->seq};
+    auto it = markers_.find(id);
+    if ((it == markers_.end() ? 0 : it->second) < x.parked_split->markers) return;
+    if (it != markers_.end()) markers_.erase(it);
+    auto take = std::move(*x.parked_split);
+    x.parked_split.reset();
+    give_lower_half(&x, take);
+  }
+
+  void give_lower_half(node_type* mk, split_take<K, V>& m) {
+    split_data<K, V> data{m.new_node, node_ref{}, K{}, std::move(m.keys), std::move(m.values)};
+    if (mk != nullptr) {
+      mk->take_head(mk->size() / 2, data.keys, data.values);
+      if (!mk->keys.empty() && !(mk->keys.front() == mk->min)) set_min(*mk, mk->keys.front());
+      mk->marked = false;
+      data.giver = mk->self;
+      data.giver_min = mk->min;
+    }
+    post(m.new_node.rank, std::move(data));
+  }
+
+  void handle(split_data<K, V>& m) {
+    node_type* n = manager_.get(m.target);
+    if (n == nullptr) return;
+    n->data = std::move(m);
+    n->data_missing = false;
+    maybe_activate(*n);
+  }
+
+  void handle(set_link<K>& m) {
+    node_type* p = manager_.get(m.target);
+    if (p == nullptr) return;
+    p->tower[static_cast<std::size_t>(m.level)] = {m.next, m.next_min};
+    if (m.fenced) expect_fence(p->self, m.next);
+    if (m.init) {
+      --p->links_missing;
+      maybe_activate(*p);
+    }
+    if (m.release && --p->waiting_levels == 0) drain(p->self);
+  }
+
+  void maybe_activate(node_type& n) {
+    if (!n.initializing || n.links_missing > 0 || n.data_missing) return;
+    auto& d = *n.data;
+    n.keys = std::move(d.keys);
+    n.values = std::move(d.values);
+    if (d.giver.valid()) {
+      for (auto& l : n.tower)
+        if (l.next == d.giver) l.next_min = d.giver_min;
+    }
+    n.data.reset();
+    n.initializing = false;
+    board_.post(n.min, n.self, n.height());
+    if (n.keys.empty()) {
+      // The marked node was deleted before the split reached it: this node is a zombie with nothing to hold, and
+      // removes itself with a delete of its own min key (unlinked level by level, like any emptied node).
+      request_type r;
+      r.op = op_kind::erase;
+      r.client = me_;
+      r.seq = next_internal_seq_++;
+      r.key = n.min;
+      enter(std::move(r), head_ref);
+    }
+    drain(n.self);
+  }
+
+  void set_min(node_type& x, const K& m) {
+    board_.remove(x.min, x.self);
+    x.min = m;
+    board_.post(m, x.self, x.height());
+  }
+
+  // ---- allocation ring -----------------------------------------------------------------------------------------
+
+  void handle(alloc_request<K>& a) {
+    const node_ref got = manager_.acquire();
+    if (got.valid()) {
+      prepare_new(*manager_.get(got), a.height, a.for_split_before, a.min);
+      return post(a.requester.rank, alloc_reply{a.requester, got});
+    }
+    const int next = node_manager<K, V>::next_in_ring(me_, a.hops, np_);
+    if (next < 0) return post(a.requester.rank, alloc_reply{a.requester, node_ref{}});
+    ++a.hops;
+    post(next, std::move(a));
+  }
+
+  void handle(alloc_reply& a) {
+    node_type* x = manager_.get(a.requester);
+    if (x != nullptr) on_alloc(*x, a.granted);
+  }
+
+  // ---- delete of a min key (Figure 7b) ---------------------------------------------------------------------------
+
+  void handle(marker& m) {
+    node_type* t = manager_.get(m.target);
+    if (t == nullptr) return;
+    const auto id = std::pair{m.client, m.seq};
+    const int count = ++markers_[id];
+    if (t->parked_split) settle(*t);
+    if (!t->parked_delete) return;
+    auto& parked = *t->parked_delete;
+    if (parked.client != m.client || parked.seq != m.seq || count < static_cast<int>(parked.waiters.size())) return;
+    auto r = std::move(parked);
+    t->parked_delete.reset();
+    if (t->held_back()) {
+      // Busy (a split waits for a free node): the delete runs after the requests held so far, which came first.
+      t->held.push_back(std::move(r));
+      return;
+    }
+    markers_.erase(id);
+    const node_ref ref = t->self;
+    finish_min_delete(*t, std::move(r));
+    drain(ref);
+  }
+
+  void min_target_arrived(node_type& t, request_type&& r) {
+    const auto id = std::pair{r.client, r.seq};
+    auto it = markers_.find(id);
+    if (it == markers_.end() || it->second < static_cast<int>(r.waiters.size())) {
+      // Earlier requests of the waiting predecessors may still be on their way here: they go first.
+      t.parked_delete = std::move(r);
+      return;
+    }
+    markers_.erase(it);
+    finish_min_delete(t, std::move(r));
+  }
+
+  void finish_min_delete(node_type& t, request_type&& r) {
+    if (t.height() > r.entry_height) {
+      // Entered at a shortcut below this tower: the predecessors above were not visited. Undo, retry at the head.
+      for (const auto& w : r.waiters) post(w.node.rank, set_link<K>{w.node, w.level, t.self, t.min, false, true, false});
+      return send_back(std::move(r));
+    }
+    const bool found = t.erase(r.key);
+    if (t.keys.empty() && !t.is_head) {
+      unlink_and_free(t, r);
+    } else {
+      if (!t.keys.empty() && !(t.keys.front() == t.min)) set_min(t, t.keys.front());
+      for (const auto& w : r.waiters)
+        post(w.node.rank, set_link<K>{w.node, w.level, t.self, t.min, false, true, false});
+    }
+    post_reply(reply_for(r, found ? status::ok : status::absent));
+  }
+
+  void unlink_and_free(node_type& t, const request_type& r) {
+    for (const auto& w : r.waiters) {
+      const auto& l = t.tower[static_cast<std::size_t>(w.level)];
+      const bool fenced = needs_fence(t.self, w.node, l.next);
+      if (fenced) hand_over(t.self, w.node, l.next);
+      post(w.node.rank, set_link<K>{w.node, w.level, l.next, l.next_min, false, true, fenced});
+    }
+    board_.remove(t.min, t.self);
+    auto held = std::move(t.held);
+    ++stats_.nodes_freed;
+    manager_.release(t.self.slot);
+    for (auto& q : held) send_back(std::move(q));
+  }
+
+  // ---- fences ----------------------------------------------------------------------------------------------------
+
+  void handle(fence& f) { post(f.from.rank, fence_ack{f.from, f.dest}); }
+  void handle(fence_ack& f) { adjust_fence(f.from, f.dest, -1); }
+
+  // ---- replies and bounces at the client -------------------------------------------------------------------------
+
+  using reply_type = reply<K, V>;
+
+  static reply_type reply_for(const request_type& r, status st) {
+    reply_type p;
+    p.client = r.client;
+    p.seq = r.seq;
+    p.st = st;
+    p.op = r.op;
+    p.head_stamp = r.head_stamp;
+    return p;
+  }
+
+  void post_reply(reply_type&& p) {
+    const int to = p.client;
+    post(to, std::move(p));
+  }
+
+  /// A request that cannot go on where it is returns to its client, which re-enters it at the head.
+  void send_back(request_type&& r) {
+    ++stats_.bounces;
+    r.flags &= static_cast<std::uint8_t>(flag::hi_inclusive);
+    r.waiters.clear();
+    r.head_stamp = 0;
+    const int to = r.client;
+    post(to, bounce<K, V>{std::move(r)});
+  }
+
+  void handle(bounce<K, V>& b) {
+    auto it = ops_.find(b.req.seq);
+    if (it != ops_.end()) it->second.via_head = true;
+    enter(std::move(b.req), head_ref);
+  }
+
+  void handle(reply_type& p) {
+    if (p.st == status::split_needed) issue_split(p);
+    auto it = ops_.find(p.seq);
+    if (it == ops_.end()) return;
+    auto& o = it->second;
+    auto& res = o.result;
+    res.head_stamp = p.head_stamp;
+    if (p.op == op_kind::range) {
+      o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)});
+      for (;;) {
+        auto part = o.parts.find(o.cursor);
+        if (part == o.parts.end()) return;
+        if (part->second.inclusive) break;
+        o.cursor = part->second.hi;
+      }
+      for (auto& [lo, part] : o.parts) {
+        res.keys.insert(res.keys.end(), std::make_move_iterator(part.keys.begin()),
+                        std::make_move_iterator(part.keys.end()));
+        res.values.insert(res.values.end(), std::make_move_iterator(part.values.begin()),
+                          std::make_move_iterator(part.values.end()));
+      }
+      o.parts.clear();
+    } else {
+      res.st = p.st == status::split_needed ? status::ok : p.st;
+      if (p.op == op_kind::find && p.st == status::ok) res.value = std::move(p.value);
+      if ((p.op == op_kind::lower_bound || p.op == op_kind::successor) && p.st == status::ok) {
+        res.key = std::move(p.key);
+        res.value = std::move(p.value);
+      }
+    }
+    o.completed = true;
+    adapt_window(clock_now() - o.issued_at);
+    deliver_completed(it);
+  }
+
+  void deliver_completed(typename std::map<std::uint64_t, client_op>::iterator it) {
+    if (opt_.semantics != consistency::sequential) {
+      auto o = std::move(it->second);
+      ops_.erase(it);
+      o.done(std::move(o.result));
+      return;
+    }
+    // Hold-back queue: deliver in issue order.
+    while (!ops_.empty() && ops_.begin()->second.completed) {
+      auto o = std::move(ops_.begin()->second);
+      ops_.erase(ops_.begin());
+      o.done(std::move(o.result));
+    }
+  }
+
+  void issue_split(const reply_type& p) {
+    request_type r;
+    r.op = op_kind::split;
+    r.client = me_;
+    r.seq = next_internal_seq_++;
+    r.key = p.key;
+    r.new_node = p.new_node;
+    r.marked = p.marked;
+    r.new_height = p.new_height;
+    node_ref entry = head_ref;
+    if (opt_.semantics != consistency::total_order) {
+      if (auto sc = board_.lookup(r.key, true, r.new_height)) entry = sc->node;
+    }
+    enter(std::move(r), entry);
+  }
+
+  /// Sequential consistency: may a new operation covering keys up to `hi`, entering at the head (`at_head`) or at a
+  /// shortcut whose min key is `entry_min`, overtake one of this client's operations still on its way?
+  bool conflicts(bool at_head, const K& entry_min, const K& hi) const {
+    for (const auto& [seq, o] : ops_) {
+      if (o.completed) continue;
+      if (at_head && o.via_head) continue;  // both enter at the head: the list keeps their order
+      // The nodes an operation visits lie between its entry and its largest key.
+      const bool below = !at_head && o.hi < entry_min;
+      const bool above = !o.via_head && hi < o.entry_min;
+      if (!below && !above) return true;
+    }
+    return false;
+  }
+
+  /// Section 3: each client measures its reply rate and moves W towards the best one it has seen.
+  void adapt_window(double latency) {
+    (void)latency;
+    if (!opt_.adaptive_window) return;
+    if (++sample_count_ < sample_size) return;
+    const double now = clock_now();
+    const double rate = sample_count_ / std::max(1e-9, now - sample_start_);
+    sample_count_ = 0;
+    sample_start_ = now;
+    if (last_rate_ > 0 && rate < last_rate_ * 0.97) growing_ = !growing_;
+    last_rate_ = rate;
+    const double factor = growing_ ? 1.25 : 0.8;
+    window_ = std::clamp(static_cast<std::size_t>(static_cast<double>(window_) * factor + (growing_ ? 1 : 0)),
+                         opt_.window_min, opt_.window_max);
+  }
+
+  static constexpr int sample_size = 256;
+
+  ordered_map_options opt_;
+  transport net_;
+  int me_;
+  int np_;
+  node_manager<K, V> manager_;
+  bulletin_board<K> board_;
+  tower_heights heights_;
+  int spread_next_;
+  std::deque<message_type> local_;
+  bool pumping_ = false;
+  std::size_t unflushed_ = 0;
+  std::uint64_t head_stamp_ = 0;
+  absl::flat_hash_map<std::pair<node_ref, node_ref>, channel> outbox_;
+  absl::flat_hash_map<std::pair<std::int32_t, std::uint64_t>, int> markers_;
+  absl::flat_hash_map<node_ref, pending_split> split_heights_;
+  service_stats stats_;
+
+  // client
+  std::map<std::uint64_t, client_op> ops_;
+  std::uint64_t next_seq_ = 1;
+  std::uint64_t next_internal_seq_ = std::uint64_t{1} << 62;  // splits and zombie removals: no client op waits
+  std::size_t window_;
+  int sample_count_ = 0;
+  double sample_start_ = clock_now();
+  double last_rate_ = 0;
+  bool growing_ = true;
+};
+
+}  // namespace shoal::detail::ordered_map

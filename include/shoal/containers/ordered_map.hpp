@@ -1,0 +1,271 @@
+// shoal/containers/ordered_map.hpp — a distributed ordered dictionary: the service-oriented skip list of Alam,
+// Kamal and Wagner (seeds/000), on shoal's active messages.
+//
+// Model: owner computes (active messages), distributed. The skip-list nodes are active objects owned by ranks, many
+// per rank. Each node holds up to G sorted key-values and a tower that stores, per level, the next node and that
+// node's min key. An operation is a request message that enters at the head (rank 0) or at a shortcut and is
+// forwarded forward-only from node to node; the node that reaches the answer replies to the client directly. Every
+// request is handled atomically by the node it reaches (one handler on the owning rank).
+//
+// Operations (none collective unless marked; blocking forms wait, making progress; async_ forms return a future):
+//   find(k) -> optional<V>                     insert(k, v) -> bool (false: k present)    erase(k) -> bool
+//   lower_bound(k) / successor(k) -> optional<pair<K,V>>   (first key >= k / > k)
+//   range(lo, hi) -> vector<pair<K,V>>         ordered, inclusive; every node holding part of it answers
+//   range("4.[2,8].3.[1,3]") / range(key_box)  tuple/array-of-integer keys: per-dimension values and intervals
+//   wait()                                     this rank's operations all complete
+//   size()            COLLECTIVE               key-values in the map (after a quiescence barrier)
+//   ordered_map(opts) / ~ordered_map()  COLLECTIVE
+//
+// Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
+//   find / insert / erase / lower_bound    M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
+//                                          from a shortcut); each hop to a node of another rank is one message,
+//                                          a hop between nodes of one rank is a function call
+//   insert that splits a node              + 1 allocation round trip when the free node is on another rank;
+//                                          taller tower (Figure 6c): + one SPLIT request from the client, O(log N)
+//   erase of a node's min key (Figure 7b)  + 2 messages per level of the node (marker, release)
+//   range returning r key-values           M = O(log N) + 2 * (parts), parts = nodes holding part of the range
+//   R = W = A = 0 (no one-sided operation);  B = 0 except size() and the destructor (one quiescence barrier each).
+//
+// Concurrency promises: every operation may run concurrently with every other one (promise::any, the only mode).
+// Consistency (ordered_map_options::semantics, paper §1.3):
+//   total_order   every request enters at the head; requests cannot overtake one another in the list, so operations
+//                 take effect in the order the head received them (results equal a sequential replay in that order).
+//   sequential    (default) a rank enters at shortcuts of its own rank's bulletin board only where none of its
+//                 earlier operations still on the way could be overtaken; its operations take effect and its futures
+//                 become ready in issue order.
+//   none          shortcuts everywhere, for clients and for nodes (reads jump ahead): no order between operations.
+//   Whatever the semantics, each operation is atomic and correct; a stale shortcut fails over to the head.
+//
+// Errors: shoal::container_full from an insert when every rank's nodes are in use (raise nodes_per_rank or
+// granularity in ordered_map_options); shoal::usage_error for a malformed range text.
+//
+// Example:
+//   shoal::ordered_map<long, double> m;                         // collective
+//   m.insert(shoal::rank() * 1000 + 7, 1.5);
+//   m.wait();
+//   shoal::barrier();
+//   auto v = m.find(7);                                        // std::optional<double>
+//   auto items = m.range(0, 5000);                             // every key in [0, 5000], ordered
+//   auto next = m.successor(7);                                // first key > 7
+//   shoal::ordered_map<std::tuple<int, int, int>, int> grid;
+//   auto box = grid.range("4.[2,8].[1,3]");
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "shoal/am.hpp"
+#include "shoal/containers/detail/ordered_map/key_range.hpp"
+#include "shoal/containers/detail/ordered_map/options.hpp"
+#include "shoal/containers/detail/ordered_map/service.hpp"
+#include "shoal/core/error.hpp"
+#include "shoal/core/future.hpp"
+#include "shoal/core/team.hpp"
+
+namespace shoal {
+
+namespace detail::ordered_map {
+
+/// Services by instance number (every rank creates its ordered_maps in the same order: the numbers agree).
+inline std::vector<std::function<void(std::span<const std::byte>)>>& instances() {
+  static std::vector<std::function<void(std::span<const std::byte>)>> all;
+  return all;
+}
+
+inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) {
+  auto& all = instances();
+  if (instance < all.size() && all[instance]) all[instance](bytes);
+}
+
+}  // namespace detail::ordered_map
+
+template <class K, class V>
+  requires std::totally_ordered<K> && serializable<K> && serializable<V> && std::default_initializable<K> &&
+           std::default_initializable<V>
+class ordered_map {
+ public:
+  using key_type = K;
+  using mapped_type = V;
+  using value_type = std::pair<K, V>;
+  using operation = detail::ordered_map::op_spec<K, V>;
+  using operation_result = detail::ordered_map::op_result<K, V>;
+
+  /// COLLECTIVE.
+  explicit ordered_map(const ordered_map_options& opts = {}) : opts_(opts) {
+    if (opts.granularity < 2) throw usage_error("shoal::ordered_map: granularity must be at least 2");
+    if (opts.max_height < 1 || opts.max_height > 64) throw usage_error("shoal::ordered_map: max_height in 1..64");
+    if (!(opts.tower_p > 0 && opts.tower_p < 1)) throw usage_error("shoal::ordered_map: tower_p in (0, 1)");
+    auto& all = detail::ordered_map::instances();
+    id_ = static_cast<std::uint32_t>(all.size());
+    detail::ordered_map::transport net;
+    net.rank = shoal::rank();
+    net.ranks = shoal::size();
+    const std::uint32_t id = id_;
+    net.send = [id](int dst, std::vector<std::byte>&& bytes) {
+      shoal::async(dst, &detail::ordered_map::on_message, id, std::move(bytes));
+    };
+    net.flush = [] { shoal::am::flush(); };
+    service_ = std::make_unique<service_type>(opts, std::move(net));
+    all.push_back([svc = service_.get()](std::span<const std::byte> bytes) { svc->deliver(bytes); });
+    shoal::barrier();
+  }
+
+  ordered_map(const ordered_map&) = delete;
+  ordered_map& operator=(const ordered_map&) = delete;
+
+  /// COLLECTIVE: waits for this rank's operations, then for every message everywhere.
+  ~ordered_map() {
+    try {
+      wait();
+      shoal::am::barrier();
+    } catch (...) {
+    }
+    detail::ordered_map::instances()[id_] = nullptr;
+  }
+
+  // ---- operations ------------------------------------------------------------------------------------------------
+
+  future<std::optional<V>> async_find(const K& key) {
+    return submit<std::optional<V>>({op_kind::find, key, {}, {}, {}}, [](operation_result&& r) { return std::move(r.value); });
+  }
+  std::optional<V> find(const K& key) { return async_find(key).get(); }
+  bool contains(const K& key) { return find(key).has_value(); }
+
+  /// True when inserted, false when the key was present (its value is left unchanged).
+  future<bool> async_insert(const K& key, const V& value) {
+    return submit<bool>({op_kind::insert, key, {}, value, {}},
+                        [](operation_result&& r) { return r.st == detail::ordered_map::status::ok; });
+  }
+  bool insert(const K& key, const V& value) { return async_insert(key, value).get(); }
+
+  /// True when the key was present.
+  future<bool> async_erase(const K& key) {
+    return submit<bool>({op_kind::erase, key, {}, {}, {}},
+                        [](operation_result&& r) { return r.st == detail::ordered_map::status::ok; });
+  }
+  bool erase(const K& key) { return async_erase(key).get(); }
+
+  /// The first key-value with key >= `key`.
+  future<std::optional<value_type>> async_lower_bound(const K& key) { return neighbour(op_kind::lower_bound, key); }
+  std::optional<value_type> lower_bound(const K& key) { return async_lower_bound(key).get(); }
+  /// The first key-value with key > `key` (upper_bound).
+  future<std::optional<value_type>> async_successor(const K& key) { return neighbour(op_kind::successor, key); }
+  std::optional<value_type> successor(const K& key) { return async_successor(key).get(); }
+
+  /// Every key-value with lo <= key <= hi, in key order.
+  future<std::vector<value_type>> async_range(const K& lo, const K& hi) {
+    if (hi < lo) return make_ready_future(std::vector<value_type>{});
+    return submit<std::vector<value_type>>({op_kind::range, lo, hi, {}, {}}, &to_pairs);
+  }
+  std::vector<value_type> range(const K& lo, const K& hi) { return async_range(lo, hi).get(); }
+
+  /// Keys inside a box of per-dimension values and intervals (tuple or array of integer keys).
+  future<std::vector<value_type>> async_range(const key_box& box)
+    requires multi_dimensional_key<K>
+  {
+    box.check_for<K>();
+    return submit<std::vector<value_type>>({op_kind::range, box.lowest<K>(), box.highest<K>(), {}, box}, &to_pairs);
+  }
+  std::vector<value_type> range(const key_box& box)
+    requires multi_dimensional_key<K>
+  {
+    return async_range(box).get();
+  }
+  /// The paper's syntax: "4.[2,8].3.[1,3]".
+  std::vector<value_type> range(std::string_view text)
+    requires multi_dimensional_key<K>
+  {
+    return range(key_box::parse(text));
+  }
+
+  /// Low level: any operation, with its raw result (status, and the head's order stamp under total order).
+  future<operation_result> async_operation(const operation& op) {
+    return submit<operation_result>(op, [](operation_result&& r) { return std::move(r); });
+  }
+
+  // ---- completion and inspection ---------------------------------------------------------------------------------
+
+  /// Waits until every operation of this rank has completed. Local.
+  void wait() {
+    while (service_->outstanding() > 0) shoal::progress();
+  }
+
+  /// COLLECTIVE: every operation of every rank has completed and no message is in flight.
+  void barrier() {
+    wait();
+    shoal::am::barrier();
+  }
+
+  /// COLLECTIVE: number of key-values.
+  std::size_t size() {
+    barrier();
+    return static_cast<std::size_t>(
+        shoal::allreduce(static_cast<std::uint64_t>(service_->local_keys()), shoal::op::sum{}));
+  }
+
+  /// COLLECTIVE: switches the consistency semantics (after a quiescence barrier).
+  void set_consistency(consistency c) {
+    barrier();
+    opts_.semantics = c;
+    service_->set_semantics(c);
+    shoal::am::barrier();
+  }
+
+  std::size_t local_size() const { return service_->local_keys(); }
+  std::size_t local_nodes() const { return service_->local_nodes(); }
+  /// The current client window W of this rank (adapted when options().adaptive_window).
+  std::size_t window() const { return service_->window(); }
+  const ordered_map_options& options() const { return opts_; }
+  const detail::ordered_map::service_stats& stats() const { return service_->stats(); }
+
+  /// For tests: post a (possibly stale) shortcut on this rank's bulletin board.
+  void post_shortcut(const K& min, detail::ordered_map::node_ref node, int height) {
+    service_->post_shortcut(min, node, height);
+  }
+
+ private:
+  using service_type = detail::ordered_map::service<K, V>;
+  using op_kind = detail::ordered_map::op_kind;
+
+  static std::vector<value_type> to_pairs(operation_result&& r) {
+    std::vector<value_type> out;
+    out.reserve(r.keys.size());
+    for (std::size_t i = 0; i < r.keys.size(); ++i) out.emplace_back(std::move(r.keys[i]), std::move(r.values[i]));
+    return out;
+  }
+
+  future<std::optional<value_type>> neighbour(op_kind kind, const K& key) {
+    return submit<std::optional<value_type>>({kind, key, {}, {}, {}}, [](operation_result&& r) {
+      std::optional<value_type> out;
+      if (r.key) out.emplace(std::move(*r.key), std::move(*r.value));
+      return out;
+    });
+  }
+
+  template <class T, class Convert>
+  future<T> submit(const operation& op, Convert convert) {
+    auto state = std::make_shared<typename future<T>::state_type>();
+    auto done = [state, convert](operation_result&& r) {
+      if (r.st == detail::ordered_map::status::list_full) {
+        state->set_error(std::make_exception_ptr(container_full(
+            "shoal::ordered_map: the list is full — every rank's nodes are in use (raise "
+            "ordered_map_options::nodes_per_rank or ordered_map_options::granularity)")));
+        return;
+      }
+      state->set_value(convert(std::move(r)));
+    };
+    while (!service_->try_issue(op, done)) shoal::progress();
+    return future<T>(std::move(state));
+  }
+
+  ordered_map_options opts_;
+  std::uint32_t id_ = 0;
+  std::unique_ptr<service_type> service_;
+};
+
+}  // namespace shoal
