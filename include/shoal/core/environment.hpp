@@ -148,6 +148,7 @@ class environment {
     detail::g_finalized = false;
     detail::world_team_storage() = team(r->comm);
     detail::node_team_storage() = team(r->node_comm);
+    for (auto* hook : detail::start_hooks()) hook();
     MPI_Barrier(r->comm);
   }
 };

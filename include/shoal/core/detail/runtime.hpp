@@ -44,6 +44,14 @@ struct runtime {
   std::vector<std::function<void()>> finalize_hooks;  // run in reverse order before the window is freed
 };
 
+/// Functions every environment runs (collectively, in registration order) once the runtime is up, before its
+/// constructor returns. Layers above the core register here during static initialisation to set up their per-run
+/// state (the active-message layer duplicates its communicator and installs its progress and finalize hooks).
+inline std::vector<void (*)()>& start_hooks() {
+  static std::vector<void (*)()> hooks;
+  return hooks;
+}
+
 inline runtime* g_runtime = nullptr;
 inline bool g_finalized = false;
 

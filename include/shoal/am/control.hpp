@@ -1,0 +1,67 @@
+// shoal/am/control.hpp — progress, flushing, quiescence and settings of active messages.
+//
+//   shoal::am::flush()           local: hands every buffered message to MPI now (no waiting).
+//   shoal::am::barrier()         COLLECTIVE: returns when no message is buffered, in flight, queued or running on any
+//                                rank, including messages that handlers send while the barrier runs. Then throws, on
+//                                the ranks concerned, the failures of fire-and-forget handlers reported to them.
+//   shoal::am::current_source()  inside a handler: the rank that sent the message being handled.
+//   shoal::progress()            (core) receives and runs arrived messages, then flushes what they sent; every
+//                                blocking shoal call (future::wait, shoal::barrier, collectives) calls it.
+//
+// Settings (a call wins over the environment variable; both are per rank):
+//   set_buffer_size(bytes)  SHOAL_AM_BUFFER     bytes per destination buffer, default 64 KiB (sizes like "16K")
+//   set_max_sends(n)        SHOAL_AM_MAX_SENDS  outstanding send buffers per rank before the sender drains, default 16
+//
+// Cost: flush M = one MPI message per non-empty buffer; barrier B = at least two MPI_Iallreduce waves (one more per
+// wave during which messages were still moving).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shoal/am/detail/engine.hpp"
+#include "shoal/core/error.hpp"
+
+namespace shoal::am {
+
+/// Sends every buffered message now. Local (not collective), does not wait for delivery.
+inline void flush() { detail::get().flush(); }
+
+/// Collective quiescence barrier (see the header comment and docs/am.md). Not callable from a handler.
+inline void barrier() {
+  auto& e = detail::get();
+  e.quiesce();
+  e.throw_reported_errors();
+}
+
+/// Inside a handler: the rank that sent the message being handled. Outside: usage_error.
+inline int current_source() {
+  const int source = detail::get().current_source();
+  if (source < 0) throw usage_error("shoal::am::current_source: called outside a handler");
+  return source;
+}
+
+/// True while a handler runs on this rank.
+inline bool in_handler() { return detail::get().in_handler(); }
+
+/// Bytes per destination buffer on this rank (flushes first when changed). Messages larger than a buffer still
+/// travel, each in a buffer of its own.
+inline std::size_t buffer_size() { return detail::get().buffer_size(); }
+inline void set_buffer_size(std::size_t bytes) { detail::get().set_buffer_size(bytes); }
+
+/// Outstanding send buffers on this rank before a sender starts draining its receives.
+inline std::size_t max_sends() { return detail::get().max_sends(); }
+inline void set_max_sends(std::size_t n) { detail::get().set_max_sends(n); }
+
+/// Counters of this rank since the start.
+struct statistics {
+  std::uint64_t messages_sent = 0;     ///< messages appended to a buffer (rpc replies included)
+  std::uint64_t messages_handled = 0;  ///< handlers run to completion here
+  std::uint64_t buffers_sent = 0;      ///< MPI messages sent (aggregated buffers)
+};
+inline statistics stats() {
+  auto& e = detail::get();
+  return {e.sent(), e.handled(), e.buffers_sent()};
+}
+
+}  // namespace shoal::am

@@ -1,0 +1,436 @@
+// shoal/am/detail/engine.hpp — the per-run machinery of active messages: per-destination aggregation buffers, the
+// cap on outstanding sends, the receive queue, the handler loop and the quiescence algorithm.
+//
+// Wire format. A buffer sent to a rank is a plain concatenation of messages, each
+//     [int32 handler word][handler-specific bytes]
+// The handler word is the offset of the receiving trampoline (a function template instantiated per handler type)
+// from `anchor`, a function of this header: both live in the same executable image, whose layout is identical on
+// every rank of the same binary, so the offset is the same everywhere even though ASLR moves the image. The
+// trampoline knows how many bytes its message occupies (it decodes the arguments with shoal::byte_reader), so no
+// length is stored. Buffers travel as MPI messages with one tag on a communicator of their own; the receiver learns
+// their size with MPI_Improbe, so a message larger than a buffer is simply a buffer of its own.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shoal/core/detail/mpi_check.hpp"
+#include "shoal/core/detail/runtime.hpp"
+#include "shoal/core/detail/size_parse.hpp"
+#include "shoal/core/error.hpp"
+#include "shoal/core/progress.hpp"
+
+namespace shoal::am {
+
+/// Default bytes per destination buffer (SHOAL_AM_BUFFER).
+inline constexpr std::size_t default_buffer_size = std::size_t{64} << 10;
+/// Default cap on outstanding send buffers per rank (SHOAL_AM_MAX_SENDS).
+inline constexpr std::size_t default_max_sends = 16;
+/// Smallest buffer size accepted (a message larger than the buffer still travels, alone).
+inline constexpr std::size_t min_buffer_size = 16;
+
+}  // namespace shoal::am
+
+namespace shoal::am::detail {
+
+/// The reference point of handler words; never called.
+[[gnu::noinline, gnu::used]] inline void anchor() { asm volatile(""); }
+
+inline std::intptr_t anchor_address() { return reinterpret_cast<std::intptr_t>(&anchor); }
+
+/// A block of raw bytes (no zero-initialisation, unlike std::vector).
+struct block {
+  std::unique_ptr<std::byte[]> data;
+  std::size_t capacity = 0;
+};
+
+/// A received buffer being executed; `pos` is shared by nested handler loops (a handler that waits runs others).
+struct rx_buffer {
+  block bytes;
+  const std::byte* pos = nullptr;
+  const std::byte* end = nullptr;
+  int source = 0;
+};
+
+/// Decodes one message at `b.pos` (just after its handler word), advances `b.pos` past it, then runs the handler.
+using trampoline = void (*)(rx_buffer& b);
+
+/// A destination's buffer being filled.
+struct outbox {
+  std::byte* begin = nullptr;
+  std::byte* cur = nullptr;
+  std::byte* end = nullptr;
+  block bytes;
+  bool listed = false;  // in engine::dirty
+};
+
+class engine;
+inline engine* g_engine = nullptr;
+
+class engine {
+ public:
+  static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
+
+  engine() {
+    auto& r = shoal::detail::rt();
+    SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
+    me_ = r.rank;
+    size_ = r.size;
+    out_.resize(static_cast<std::size_t>(size_));
+    buffer_size_ = shoal::detail::env_size("SHOAL_AM_BUFFER").value_or(default_buffer_size);
+    if (buffer_size_ < min_buffer_size) buffer_size_ = min_buffer_size;
+    max_sends_ = shoal::detail::env_size("SHOAL_AM_MAX_SENDS").value_or(default_max_sends);
+    if (max_sends_ == 0) max_sends_ = 1;
+  }
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+  ~engine() {
+    for (auto& req : requests_) MPI_Request_free(&req);  // only reached after a failed drain
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const { return me_; }
+  int size() const { return size_; }
+
+  // ---- sending ---------------------------------------------------------------------------------------------------
+
+  /// Room for `need` bytes of one message to `dest`; the caller writes them at the returned address at once (before
+  /// any other shoal call). The fast path is inline in the callers; this is the slow one.
+  std::byte* reserve(int dest, std::size_t need) {
+    outbox& o = out_[static_cast<std::size_t>(dest)];
+    while (static_cast<std::size_t>(o.end - o.cur) < need) {
+      if (o.cur != o.begin) {
+        send(dest);  // may run handlers (which may append to o); the loop re-checks
+      } else {
+        allocate(o, need);
+        if (!o.listed) {
+          o.listed = true;
+          dirty_.push_back(dest);
+        }
+      }
+    }
+    std::byte* p = o.cur;
+    o.cur += need;
+    ++sent_;
+    return p;
+  }
+
+  outbox& out(int dest) { return out_[static_cast<std::size_t>(dest)]; }
+  void count_sent() { ++sent_; }
+
+  /// Sends every non-empty buffer (self-addressed ones go straight to the receive queue).
+  void flush() {
+    while (!dirty_.empty()) {
+      const int dest = dirty_.back();
+      dirty_.pop_back();
+      out_[static_cast<std::size_t>(dest)].listed = false;
+      send(dest);
+    }
+  }
+
+  // ---- receiving and running ---------------------------------------------------------------------------------------
+
+  /// One progress step: completes sends, receives and runs everything available, then flushes what handlers sent.
+  void poll() {
+    test_sends();
+    run_queue();
+    while (receive_one()) run_queue();
+    flush();
+  }
+
+  /// The rank that sent the message being handled (-1 outside handlers).
+  int current_source() const { return source_; }
+  bool in_handler() const { return depth_ > 0; }
+
+  /// Collective quiescence (see docs/am.md): returns when no message is buffered, in flight, queued or running on
+  /// any rank. Mattern's four-counter method over waves of MPI_Iallreduce: wave k sums (sent, handled) over all
+  /// ranks; when the `handled` sum of wave k-1 equals the `sent` sum of wave k, the system was quiescent at the end
+  /// of wave k-1 and, since only handlers send while every rank is in here, it still is.
+  void quiesce() {
+    if (depth_ > 0) throw usage_error("shoal::am::barrier: called from inside a handler (it is collective)");
+    std::uint64_t previous_handled = ~std::uint64_t{0};
+    for (;;) {
+      poll();
+      std::uint64_t local[2] = {sent_, handled_};
+      std::uint64_t global[2] = {0, 0};
+      MPI_Request req;
+      SHOAL_MPI(MPI_Iallreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, comm_, &req));
+      shoal::detail::wait_request(req);  // runs shoal::progress(), hence poll()
+      if (global[0] == previous_handled) break;
+      previous_handled = global[1];
+    }
+    ++barriers_;
+  }
+
+  /// Throws the failures of fire-and-forget handlers reported to this rank, if any (then forgets them).
+  void throw_reported_errors() {
+    if (errors_.empty()) return;
+    std::string text = errors_.front();
+    if (errors_.size() > 1) text += " (and " + std::to_string(errors_.size() - 1) + " more handler failures)";
+    errors_.clear();
+    throw remote_error(text);
+  }
+  void record_error(std::string text) { errors_.push_back(std::move(text)); }
+
+  // ---- rpc bookkeeping ---------------------------------------------------------------------------------------------
+
+  std::uint32_t add_pending(std::shared_ptr<void> state) {
+    if (!free_slots_.empty()) {
+      const std::uint32_t slot = free_slots_.back();
+      free_slots_.pop_back();
+      pending_[slot] = std::move(state);
+      return slot;
+    }
+    pending_.push_back(std::move(state));
+    return static_cast<std::uint32_t>(pending_.size() - 1);
+  }
+  std::shared_ptr<void> take_pending(std::uint32_t slot) {
+    if (slot >= pending_.size() || !pending_[slot]) throw error("shoal::am: reply for an unknown rpc (corrupt stream)");
+    auto state = std::move(pending_[slot]);
+    free_slots_.push_back(slot);
+    return state;
+  }
+  std::size_t& live_rpcs() { return live_rpcs_; }
+
+  // ---- settings ----------------------------------------------------------------------------------------------------
+
+  std::size_t buffer_size() const { return buffer_size_; }
+  void set_buffer_size(std::size_t bytes) {
+    if (bytes < min_buffer_size) {
+      throw usage_error("shoal::am::set_buffer_size: " + std::to_string(bytes) + " bytes is below the minimum of " +
+                        std::to_string(min_buffer_size));
+    }
+    flush();
+    buffer_size_ = bytes;
+    pool_.clear();
+  }
+  std::size_t max_sends() const { return max_sends_; }
+  void set_max_sends(std::size_t n) {
+    if (n == 0) throw usage_error("shoal::am::set_max_sends: the cap must be at least 1");
+    max_sends_ = n;
+  }
+
+  std::uint64_t sent() const { return sent_; }
+  std::uint64_t handled() const { return handled_; }
+  std::uint64_t buffers_sent() const { return buffers_sent_; }
+
+  /// Runs queued messages (also from inside a handler that waits: the handlers it lets run start in order).
+  void run_queue() {
+    while (!rxq_.empty()) {
+      rx_buffer& b = rxq_.front();
+      if (b.pos == b.end) {
+        recycle(std::move(b.bytes));
+        rxq_.pop_front();
+        continue;
+      }
+      dispatch(b);
+    }
+  }
+
+  /// The finalize hook: drain, report what the program left behind, release MPI resources.
+  void shutdown() {
+    try {
+      quiesce();
+      throw_reported_errors();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shoal::am (rank %d) at finalize: %s\n", me_, e.what());
+    }
+    if (live_rpcs_ > 0) {
+      std::fprintf(stderr,
+                   "shoal::am (rank %d) at finalize: %zu rpc result(s) were never taken with future::get(); "
+                   "get() every rpc future (or use shoal::async when no result is needed)\n",
+                   me_, live_rpcs_);
+    }
+    if (!requests_.empty()) {
+      MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+      requests_.clear();
+    }
+  }
+
+ private:
+  void allocate(outbox& o, std::size_t need) {
+    if (need <= buffer_size_) {
+      o.bytes = take_block();
+    } else {  // a message larger than a buffer travels alone in a buffer of its exact size
+      o.bytes.data.reset(new std::byte[need]);
+      o.bytes.capacity = need;
+    }
+    o.begin = o.cur = o.bytes.data.get();
+    o.end = o.begin + (need <= buffer_size_ ? buffer_size_ : need);
+  }
+
+  block take_block() {
+    if (!pool_.empty()) {
+      block b = std::move(pool_.back());
+      pool_.pop_back();
+      return b;
+    }
+    block b;
+    b.data.reset(new std::byte[buffer_size_]);
+    b.capacity = buffer_size_;
+    return b;
+  }
+
+  void recycle(block b) {
+    if (b.capacity == buffer_size_ && pool_.size() < max_sends_ + 8) pool_.push_back(std::move(b));
+  }
+
+  /// Hands `dest`'s buffer to MPI (or to the local queue), waiting for room under the send cap first.
+  void send(int dest) {
+    outbox& o = out_[static_cast<std::size_t>(dest)];
+    if (o.cur == o.begin) return;
+    if (dest == me_) {
+      const std::byte* begin = o.begin;
+      const std::byte* end = o.cur;
+      rxq_.push_back(rx_buffer{std::move(o.bytes), begin, end, me_});
+      o = outbox{nullptr, nullptr, nullptr, {}, o.listed};
+      return;
+    }
+    make_room();  // may run handlers that append to o; whatever is there when it returns goes now
+    if (o.cur == o.begin) return;
+    MPI_Request req;
+    SHOAL_MPI(MPI_Isend(o.begin, static_cast<int>(o.cur - o.begin), MPI_BYTE, dest, tag, comm_, &req));
+    requests_.push_back(req);
+    in_flight_.push_back(std::move(o.bytes));
+    o = outbox{nullptr, nullptr, nullptr, {}, o.listed};
+    ++buffers_sent_;
+  }
+
+  /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
+  /// bounded); inside a handler they are only queued, never run from its send path.
+  void make_room() {
+    test_sends();
+    while (requests_.size() >= max_sends_) {
+      const bool got = receive_one();
+      if (got && depth_ == 0) run_queue();
+      test_sends();
+    }
+  }
+
+  void test_sends() {
+    if (requests_.empty()) return;
+    int count = 0;
+    completed_.resize(requests_.size());
+    SHOAL_MPI(MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &count, completed_.data(),
+                           MPI_STATUSES_IGNORE));
+    if (count <= 0) return;  // MPI_UNDEFINED when none is active
+    // Compact: keep the requests that are still active, recycle the blocks of finished ones.
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+      if (requests_[i] == MPI_REQUEST_NULL) {
+        recycle(std::move(in_flight_[i]));
+      } else {
+        requests_[w] = requests_[i];
+        in_flight_[w] = std::move(in_flight_[i]);
+        ++w;
+      }
+    }
+    requests_.resize(w);
+    in_flight_.resize(w);
+  }
+
+  /// Receives one buffer into the queue, if one has arrived.
+  bool receive_one() {
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status status;
+    SHOAL_MPI(MPI_Improbe(MPI_ANY_SOURCE, tag, comm_, &flag, &msg, &status));
+    if (!flag) return false;
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    block b;
+    if (static_cast<std::size_t>(count) <= buffer_size_) {
+      b = take_block();
+    } else {
+      b.data.reset(new std::byte[static_cast<std::size_t>(count)]);
+      b.capacity = static_cast<std::size_t>(count);
+    }
+    SHOAL_MPI(MPI_Mrecv(b.data.get(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
+    const std::byte* begin = b.data.get();
+    rxq_.push_back(rx_buffer{std::move(b), begin, begin + count, status.MPI_SOURCE});
+    return true;
+  }
+
+  void dispatch(rx_buffer& b) {
+    std::int32_t word;
+    std::memcpy(&word, b.pos, sizeof word);
+    b.pos += sizeof word;
+    const auto run = reinterpret_cast<trampoline>(anchor_address() + word);
+    struct scope {
+      engine& e;
+      int saved;
+      ~scope() {
+        e.source_ = saved;
+        --e.depth_;
+        ++e.handled_;
+      }
+    } guard{*this, source_};
+    source_ = b.source;
+    ++depth_;
+    run(b);
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int me_ = 0;
+  int size_ = 1;
+  std::size_t buffer_size_ = default_buffer_size;
+  std::size_t max_sends_ = default_max_sends;
+
+  std::vector<outbox> out_;
+  std::vector<int> dirty_;
+  std::vector<MPI_Request> requests_;
+  std::vector<block> in_flight_;  // parallel to requests_
+  std::vector<int> completed_;
+  std::vector<block> pool_;
+  std::deque<rx_buffer> rxq_;
+
+  int source_ = -1;
+  int depth_ = 0;
+  std::uint64_t sent_ = 0;     // messages appended to a buffer (for quiescence)
+  std::uint64_t handled_ = 0;  // messages whose handler finished (for quiescence)
+  std::uint64_t buffers_sent_ = 0;
+  std::uint64_t barriers_ = 0;
+
+  std::vector<std::string> errors_;
+  std::vector<std::shared_ptr<void>> pending_;
+  std::vector<std::uint32_t> free_slots_;
+  std::size_t live_rpcs_ = 0;
+};
+
+/// The engine of this run, or a usage_error (before the environment, after finalize).
+inline engine& get() {
+  if (g_engine == nullptr) [[unlikely]] {
+    shoal::detail::rt();  // throws the precise "not initialized" / "finalized" error
+    throw usage_error("shoal::am: the active-message layer is not running (was shoal/am.hpp included by the "
+                      "translation unit that created the shoal::environment's program?)");
+  }
+  return *g_engine;
+}
+
+/// Started by every environment (see shoal::detail::start_hooks), stopped by its finalize hook.
+inline void start() {
+  auto& r = shoal::detail::rt();
+  g_engine = new engine;
+  r.progress_hooks.emplace_back([] {
+    if (g_engine != nullptr) g_engine->poll();
+  });
+  r.finalize_hooks.emplace_back([] {
+    if (g_engine == nullptr) return;
+    g_engine->shutdown();
+    delete g_engine;
+    g_engine = nullptr;
+  });
+}
+
+inline const bool registered = (shoal::detail::start_hooks().push_back(&start), true);
+
+}  // namespace shoal::am::detail

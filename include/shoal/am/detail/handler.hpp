@@ -1,0 +1,349 @@
+// shoal/am/detail/handler.hpp — what a handler is, how its arguments travel, and the trampolines that run it.
+#pragma once
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+
+#include "shoal/am/detail/engine.hpp"
+#include "shoal/core/error.hpp"
+#include "shoal/core/future.hpp"
+#include "shoal/core/serialize.hpp"
+
+namespace shoal::am {
+
+/// A type that can be an argument or a result of a remote call (see shoal::serializable).
+template <class T>
+concept sendable = serializable<std::remove_cvref_t<T>>;
+
+/// A handler: a function pointer, or a lambda without captures (an empty, default-constructible class).
+template <class F>
+concept handler = (std::is_pointer_v<F> && std::is_function_v<std::remove_pointer_t<F>>) ||
+                  (std::is_class_v<F> && std::is_empty_v<F> && std::is_default_constructible_v<F>);
+
+}  // namespace shoal::am
+
+namespace shoal::am::detail {
+
+template <class... T>
+struct type_list {};
+
+/// Parameters and result of a handler whose signature is known (function pointers, non-generic lambdas).
+template <class F>
+struct signature {
+  static constexpr bool known = false;
+};
+template <class R, class... P>
+struct signature<R (*)(P...)> {
+  static constexpr bool known = true;
+  using result = R;
+  using params = type_list<P...>;
+};
+template <class R, class... P>
+struct signature<R (*)(P...) noexcept> : signature<R (*)(P...)> {};
+template <class R, class C, class... P>
+struct signature<R (C::*)(P...) const> : signature<R (*)(P...)> {};
+template <class R, class C, class... P>
+struct signature<R (C::*)(P...) const noexcept> : signature<R (*)(P...)> {};
+template <class R, class C, class... P>
+struct signature<R (C::*)(P...)> : signature<R (*)(P...)> {};
+template <class R, class C, class... P>
+struct signature<R (C::*)(P...) noexcept> : signature<R (*)(P...)> {};
+
+template <class F>
+struct call_operator_signature : signature<void> {};
+template <class F>
+  requires requires { &F::operator(); }
+struct call_operator_signature<F> : signature<decltype(&F::operator())> {};
+
+template <class F>
+using handler_signature = std::conditional_t<std::is_pointer_v<F>, signature<F>, call_operator_signature<F>>;
+
+/// How a call with arguments Args... reaches handler F: the parameter types `params` (what the handler is called
+/// with), the types on the wire `wire` (decayed parameters) and the result.
+template <class F, class... Args>
+struct call_traits {
+  using sig = handler_signature<F>;
+  static constexpr bool known = sig::known;
+
+  template <class L>
+  struct decay_list;
+  template <class... P>
+  struct decay_list<type_list<P...>> {
+    using type = type_list<std::remove_cvref_t<P>...>;
+  };
+
+  // Generic lambdas: the arguments' own decayed types travel and are passed as rvalues.
+  using params = typename std::conditional_t<known, sig, signature<void (*)(std::remove_cvref_t<Args>&&...)>>::params;
+  using wire = typename decay_list<params>::type;
+};
+
+template <class F, class Params>
+struct invoke_result_of;
+template <class F, class... P>
+struct invoke_result_of<F, type_list<P...>> {
+  using type = std::invoke_result_t<F, P&&...>;
+};
+
+template <class Wire, class... Args>
+struct args_convert : std::false_type {};
+template <class... W, class... Args>
+  requires(sizeof...(W) == sizeof...(Args))
+struct args_convert<type_list<W...>, Args...> : std::bool_constant<(std::is_constructible_v<W, Args&&> && ...)> {};
+
+template <class Wire>
+struct all_sendable;
+template <class... W>
+struct all_sendable<type_list<W...>> : std::bool_constant<(sendable<W> && ...)> {};
+
+template <class Wire>
+struct all_trivial;
+template <class... W>
+struct all_trivial<type_list<W...>> : std::bool_constant<(trivially_serializable<W> && ...)> {
+  static constexpr std::size_t bytes = (std::size_t{0} + ... + sizeof(W));
+};
+
+// ---- handler words -----------------------------------------------------------------------------------------------
+
+[[noreturn]] inline void throw_outside_image() {
+  throw usage_error(
+      "shoal::am: a handler is not in the same executable image as shoal (a shared library far from the program); "
+      "define handlers in the program that includes shoal/am.hpp");
+}
+
+/// The offset of a function from the anchor, the same on every rank of the same binary.
+template <class Fn>
+std::int32_t word_of(Fn* fn) {
+  const std::intptr_t d = reinterpret_cast<std::intptr_t>(fn) - anchor_address();
+  if (d < INT32_MIN || d > INT32_MAX) [[unlikely]] throw_outside_image();
+  return static_cast<std::int32_t>(d);
+}
+
+template <class Fn>
+Fn* function_at(std::int32_t word) {
+  return reinterpret_cast<Fn*>(anchor_address() + word);
+}
+
+// ---- names for error messages ------------------------------------------------------------------------------------
+
+inline std::string demangle(const char* name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  return status == 0 && out ? std::string(out.get()) : std::string(name);
+}
+
+/// The handler's name: the lambda's type, or the function's symbol (when the dynamic symbol table has it, e.g.
+/// with -rdynamic) else its signature.
+template <class F>
+std::string handler_name([[maybe_unused]] F fn) {
+  if constexpr (std::is_pointer_v<F>) {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(fn), &info) != 0 && info.dli_sname != nullptr &&
+        info.dli_saddr == reinterpret_cast<void*>(fn)) {
+      return demangle(info.dli_sname);
+    }
+    return "function of type " + demangle(typeid(F).name()) + " at image offset " + std::to_string(word_of(fn));
+  } else {
+    return demangle(typeid(F).name());
+  }
+}
+
+inline std::string describe_failure(const std::string& name, int source, int target, std::exception_ptr e) {
+  std::string what = "unknown exception";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    what = ex.what();
+  } catch (...) {
+  }
+  return "shoal: handler '" + name + "' sent by rank " + std::to_string(source) + " threw on rank " +
+         std::to_string(target) + ": " + what;
+}
+
+// ---- writing messages --------------------------------------------------------------------------------------------
+
+/// The value to serialize for a wire type W given an argument: the argument itself when it already is a W.
+template <class W, class A>
+decltype(auto) as_wire(A&& a) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<A>, W>) {
+    return static_cast<const W&>(a);
+  } else {
+    return W(std::forward<A>(a));
+  }
+}
+
+/// Scratch space for serializing messages that are not trivially copyable.
+inline std::vector<std::byte> g_spare;
+
+template <class T>
+inline void put_raw(std::byte*& p, const T& v) {
+  std::memcpy(p, &v, sizeof(T));
+  p += sizeof(T);
+}
+
+/// Writes a message whose handler bytes are: `prefix` (trivially copyable header fields), then the arguments.
+/// Everything trivially copyable goes straight into the destination buffer; otherwise it is serialized first into a
+/// scratch vector (reused, so no allocation once warm) and copied.
+template <class Wire, class... Prefix, class... Args>
+void write_message(engine& e, int dest, std::int32_t word, const std::tuple<Prefix...>& prefix, Args&&... args) {
+  using trivial = all_trivial<Wire>;
+  if constexpr (trivial::value) {
+    constexpr std::size_t need = sizeof(std::int32_t) + (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
+    outbox& o = e.out(dest);
+    std::byte* p = o.cur;
+    if (static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
+      o.cur = p + need;
+      e.count_sent();
+    } else {
+      p = e.reserve(dest, need);
+    }
+    put_raw(p, word);
+    std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
+    [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
+  } else {
+    std::vector<std::byte> bytes = std::move(g_spare);  // nested sends (from handlers run below) get their own
+    bytes.clear();
+    byte_writer w(bytes);
+    w.write(word);
+    std::apply([&](const auto&... f) { (w.write(f), ...); }, prefix);
+    [&]<class... W>(type_list<W...>) { (w.write(as_wire<W>(std::forward<Args>(args))), ...); }(Wire{});
+    std::byte* p = e.reserve(dest, bytes.size());
+    std::memcpy(p, bytes.data(), bytes.size());
+    g_spare = std::move(bytes);
+  }
+}
+
+// ---- running messages --------------------------------------------------------------------------------------------
+
+template <class Wire>
+struct decoded;
+template <class... W>
+struct decoded<type_list<W...>> {
+  static std::tuple<W...> read(byte_reader& in) { return std::tuple<W...>{in.read<W>()...}; }
+};
+
+/// Calls the handler with the decoded values, each passed as its parameter type asks (value/rvalue: moved).
+template <class F, class Params, class Tuple>
+decltype(auto) call(F fn, Tuple& values) {
+  return [&]<class... P, std::size_t... I>(type_list<P...>, std::index_sequence<I...>) -> decltype(auto) {
+    return fn(std::forward<P>(std::get<I>(values))...);
+  }(Params{}, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
+}
+
+/// The stateless handler, or the function pointer that follows the handler word.
+template <class F>
+F read_handler(byte_reader& in) {
+  if constexpr (std::is_pointer_v<F>) {
+    return function_at<std::remove_pointer_t<F>>(in.read<std::int32_t>());
+  } else {
+    return F{};
+  }
+}
+
+/// Receives a failure report of a fire-and-forget handler.
+inline void run_failure_report(rx_buffer& b) {
+  byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
+  auto text = in.read<std::string>();
+  b.pos = in.position();
+  g_engine->record_error(std::move(text));
+}
+
+inline void report_failure(engine& e, int dest, std::string text) {
+  write_message<type_list<std::string>>(e, dest, word_of(&run_failure_report), std::tuple<>{}, text);
+}
+
+
+/// Runs a fire-and-forget message. A failure is reported to the sender (thrown by its next am::barrier).
+template <class F, class Params, class Wire>
+void run_async(rx_buffer& b) {
+  byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
+  F fn = read_handler<F>(in);
+  auto values = decoded<Wire>::read(in);
+  b.pos = in.position();
+  try {
+    call<F, Params>(fn, values);
+  } catch (...) {
+    engine& e = *g_engine;
+    report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
+  }
+}
+
+/// The shared state of an rpc's future; counts itself so finalize can report results never taken.
+template <class V>
+struct rpc_state final : shoal::detail::future_state<V> {
+  rpc_state() { ++g_engine->live_rpcs(); }
+  ~rpc_state() override {
+    if (g_engine != nullptr) --g_engine->live_rpcs();
+  }
+};
+
+enum class reply_status : std::uint8_t { value = 0, failure = 1 };
+
+/// Receives the reply of an rpc and completes its future.
+template <class V>
+void run_reply(rx_buffer& b) {
+  byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
+  const auto slot = in.read<std::uint32_t>();
+  const auto status = in.read<reply_status>();
+  engine& e = *g_engine;
+  auto state = std::static_pointer_cast<rpc_state<V>>(e.take_pending(slot));
+  if (status == reply_status::value) {
+    if constexpr (std::is_same_v<V, shoal::detail::empty_value>) {
+      b.pos = in.position();
+      state->set_value({});
+    } else {
+      V v = in.read<V>();
+      b.pos = in.position();
+      state->set_value(std::move(v));
+    }
+  } else {
+    auto text = in.read<std::string>();
+    b.pos = in.position();
+    if (state.use_count() == 1) {  // nobody holds the future: report the failure like a fire-and-forget one
+      e.record_error(std::move(text));
+    } else {
+      state->set_error(std::make_exception_ptr(remote_error(text)));
+    }
+  }
+}
+
+/// Runs an rpc message and sends its reply (the result, or the failure).
+template <class F, class Params, class Wire, class R>
+void run_rpc(rx_buffer& b) {
+  using V = shoal::detail::future_value_t<std::decay_t<R>>;
+  byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
+  F fn = read_handler<F>(in);
+  const auto slot = in.read<std::uint32_t>();
+  auto values = decoded<Wire>::read(in);
+  b.pos = in.position();
+  engine& e = *g_engine;
+  const int source = b.source;
+  const std::int32_t reply_word = word_of(&run_reply<V>);
+  std::exception_ptr failure;
+  try {
+    if constexpr (std::is_void_v<R>) {
+      call<F, Params>(fn, values);
+      write_message<type_list<>>(e, source, reply_word, std::tuple{slot, reply_status::value});
+    } else {
+      std::decay_t<R> result = call<F, Params>(fn, values);
+      write_message<type_list<std::decay_t<R>>>(e, source, reply_word, std::tuple{slot, reply_status::value}, std::move(result));
+    }
+    return;
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  write_message<type_list<std::string>>(e, source, reply_word, std::tuple{slot, reply_status::failure},
+                                        describe_failure(handler_name(fn), source, e.rank(), failure));
+}
+
+}  // namespace shoal::am::detail

@@ -1,0 +1,124 @@
+// shoal/am/remote_call.hpp — run a function on another rank: shoal::async (fire and forget) and shoal::rpc (returns
+// a shoal::future of the result).
+//
+//   int add(int a, int b) { return a + b; }
+//   shoal::async(peer, [](std::string s) { log(s); }, std::string("hello"));   // runs log on `peer`, later
+//   shoal::future<int> f = shoal::rpc(peer, &add, 2, 3);                        // add(2, 3) on `peer`
+//   int five = f.get();                                                          // waits, making progress
+//
+// Handler: a function pointer or a lambda without captures (pass what you would capture as arguments). It is named
+// on the wire by its offset from an anchor in the same executable image (identical on every rank of one binary).
+// Arguments travel as the handler's parameter types (decayed): trivially copyable types as bytes, std::string and
+// vectors of trivially copyable types as length + bytes, everything else (maps, tuples, user types with a cereal
+// serialize function) through cereal. A type that cannot travel fails the `shoal::am::sendable` concept at compile
+// time. Neither call blocks on the network: the message is appended to the destination's buffer (sent when full,
+// at am::flush, inside any wait and in am::barrier); with the send cap reached the caller receives (and, outside
+// handlers, runs) incoming messages until a send completes.
+//
+// Cost: async M=1 (aggregated: one MPI message per buffer), rpc M=2 (request + reply). No allocation per message
+// for trivially copyable arguments; rpc allocates its future's state.
+// Errors: usage_error for a rank out of range or a call outside the environment; a handler that throws becomes a
+// shoal::remote_error naming the handler and both ranks — from future::get() for rpc, from the sender's next
+// am::barrier() for async.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "shoal/am/detail/engine.hpp"
+#include "shoal/am/detail/handler.hpp"
+#include "shoal/core/future.hpp"
+
+namespace shoal::am {
+
+/// Every argument of a call to handler F with Args... can travel (after conversion to the handler's parameters).
+template <class F, class... Args>
+concept sendable_arguments = detail::all_sendable<typename detail::call_traits<F, Args...>::wire>::value;
+
+/// The result of handler F called with Args... (decayed; void allowed).
+template <class F, class... Args>
+using result_of_t = std::decay_t<
+    typename detail::invoke_result_of<F, typename detail::call_traits<F, Args...>::params>::type>;
+
+/// The result of handler F can travel back (void, or sendable).
+template <class F, class... Args>
+concept sendable_result = std::is_void_v<result_of_t<F, Args...>> || sendable<result_of_t<F, Args...>>;
+
+}  // namespace shoal::am
+
+namespace shoal::am::detail {
+
+template <class F, class... Args>
+void check_call() {
+  static_assert(handler<F>,
+                "shoal::async / shoal::rpc: the handler must be a function pointer or a lambda WITHOUT captures "
+                "(its code is named by an id valid on every rank, captured state cannot travel); pass the values "
+                "you would capture as extra arguments");
+  using traits = call_traits<F, Args...>;
+  static_assert(args_convert<typename traits::wire, Args...>::value,
+                "shoal::async / shoal::rpc: the arguments do not match the handler's parameters (count or type)");
+}
+
+[[noreturn]] inline void throw_bad_rank(int rank, int size) {
+  throw usage_error("shoal::async / shoal::rpc: rank " + std::to_string(rank) + " is out of range (0.." +
+                    std::to_string(size - 1) + ")");
+}
+
+inline engine& engine_for(int rank) {
+  engine& e = get();
+  if (static_cast<unsigned>(rank) >= static_cast<unsigned>(e.size())) [[unlikely]] throw_bad_rank(rank, e.size());
+  return e;
+}
+
+}  // namespace shoal::am::detail
+
+namespace shoal {
+
+/// Runs fn(args...) on `rank`, later (fire and forget). Not collective. See the header comment.
+template <class F, class... Args>
+  requires am::sendable_arguments<F, Args...>
+void async(int rank, F fn, Args&&... args) {
+  namespace d = am::detail;
+  d::check_call<F, Args...>();
+  using traits = d::call_traits<F, Args...>;
+  d::engine& e = d::engine_for(rank);
+  const std::int32_t word = d::word_of(&d::run_async<F, typename traits::params, typename traits::wire>);
+  if constexpr (std::is_pointer_v<F>) {
+    d::write_message<typename traits::wire>(e, rank, word, std::tuple{d::word_of(fn)}, std::forward<Args>(args)...);
+  } else {
+    d::write_message<typename traits::wire>(e, rank, word, std::tuple<>{}, std::forward<Args>(args)...);
+  }
+}
+
+/// Runs fn(args...) on `rank` and returns a future of its result (void allowed). Not collective.
+template <class F, class... Args>
+  requires am::sendable_arguments<F, Args...> && am::sendable_result<F, Args...>
+future<am::result_of_t<F, Args...>> rpc(int rank, F fn, Args&&... args) {
+  namespace d = am::detail;
+  d::check_call<F, Args...>();
+  using traits = d::call_traits<F, Args...>;
+  using R = am::result_of_t<F, Args...>;
+  using V = shoal::detail::future_value_t<R>;
+  d::engine& e = d::engine_for(rank);
+  auto state = std::make_shared<d::rpc_state<V>>();
+  const std::uint32_t slot = e.add_pending(state);
+  const std::int32_t word = d::word_of(&d::run_rpc<F, typename traits::params, typename traits::wire, R>);
+  try {
+    if constexpr (std::is_pointer_v<F>) {
+      d::write_message<typename traits::wire>(e, rank, word, std::tuple{d::word_of(fn), slot},
+                                              std::forward<Args>(args)...);
+    } else {
+      d::write_message<typename traits::wire>(e, rank, word, std::tuple{slot}, std::forward<Args>(args)...);
+    }
+  } catch (...) {
+    e.take_pending(slot);
+    throw;
+  }
+  return future<R>(std::move(state));
+}
+
+}  // namespace shoal
