@@ -203,7 +203,10 @@ class team {
     for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
     std::int64_t mine[2] = {static_cast<std::int64_t>(h >> 1), -static_cast<std::int64_t>(h >> 1)};
     std::int64_t agg[2];
-    SHOAL_MPI(MPI_Allreduce(mine, agg, 2, MPI_INT64_T, MPI_MIN, comm_));
+    // Non-blocking and waited with progress: a rank in a collective must keep serving active messages.
+    MPI_Request req;
+    SHOAL_MPI(MPI_Iallreduce(mine, agg, 2, MPI_INT64_T, MPI_MIN, comm_, &req));
+    detail::wait_request(req);
     if (agg[0] != -agg[1]) {
       throw usage_error(std::string("shoal: collective mismatch: rank ") + std::to_string(rank_) + " called " + name +
                         " while another rank of the team called a different collective");
