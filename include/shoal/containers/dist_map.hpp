@@ -66,8 +66,9 @@ namespace shoal {
 
 template <serializable K, serializable V, class Family = local::flat>
   requires hashable<K> && std::equality_comparable<K>
-class dist_map {
-  using engine = detail::owner_table<K, V, Family>;
+class dist_map : public detail::owner_container<K, V, Family> {
+  using base = detail::owner_container<K, V, Family>;
+  using typename base::engine;
   using status = detail::insert_status;
 
  public:
@@ -75,19 +76,19 @@ class dist_map {
   using mapped_type = V;
 
   /// Collective.
-  explicit dist_map(const dist_map_options& options = {}) : t_(options, "shoal::dist_map") {}
+  explicit dist_map(const dist_map_options& options = {}) : base(options, "shoal::dist_map") {}
 
   // ---- single operations -----------------------------------------------------------------------------------------
 
   bool insert(const K& key, const V& value) { return async_insert(key, value).get(); }
-  future<bool> async_insert(K key, V value) { return call<insert_op, bool, inserted_or_full>(std::move(key), std::move(value)); }
-  void async_insert(ignore_result_t, K key, V value) { post<insert_op>(std::move(key), std::move(value)); }
+  future<bool> async_insert(K key, V value) { return this->template call<insert_op, bool, inserted_or_full>(std::move(key), std::move(value)); }
+  void async_insert(ignore_result_t, K key, V value) { this->template post<insert_op>(std::move(key), std::move(value)); }
 
   bool insert_or_assign(const K& key, const V& value) { return async_insert_or_assign(key, value).get(); }
   future<bool> async_insert_or_assign(K key, V value) {
-    return call<assign_op, bool, inserted_or_full>(std::move(key), std::move(value));
+    return this->template call<assign_op, bool, inserted_or_full>(std::move(key), std::move(value));
   }
-  void async_insert_or_assign(ignore_result_t, K key, V value) { post<assign_op>(std::move(key), std::move(value)); }
+  void async_insert_or_assign(ignore_result_t, K key, V value) { this->template post<assign_op>(std::move(key), std::move(value)); }
 
   /// Inserts (key, value), or, if the key is present, runs fn(stored, value) at the owner.
   template <detail::owner_function F>
@@ -96,23 +97,23 @@ class dist_map {
   }
   template <detail::owner_function F>
   future<bool> async_insert_or_update(K key, V value, F) {
-    return call<upsert_op<F>, bool, inserted_or_full>(std::move(key), std::move(value));
+    return this->template call<upsert_op<F>, bool, inserted_or_full>(std::move(key), std::move(value));
   }
   template <detail::owner_function F>
   void async_insert_or_update(ignore_result_t, K key, V value, F) {
-    post<upsert_op<F>>(std::move(key), std::move(value));
+    this->template post<upsert_op<F>>(std::move(key), std::move(value));
   }
 
   std::optional<V> find(const K& key) { return async_find(key).get(); }
-  future<std::optional<V>> async_find(K key) { return call<find_op, std::optional<V>, detail::identity>(std::move(key)); }
+  future<std::optional<V>> async_find(K key) { return this->template call<find_op, std::optional<V>, detail::identity>(std::move(key)); }
 
   bool contains(const K& key) { return async_contains(key).get(); }
-  future<bool> async_contains(K key) { return call<contains_op, bool, detail::identity>(std::move(key)); }
+  future<bool> async_contains(K key) { return this->template call<contains_op, bool, detail::identity>(std::move(key)); }
 
   /// Removes the key; returns the removed value (nullopt: absent).
   std::optional<V> erase(const K& key) { return async_erase(key).get(); }
-  future<std::optional<V>> async_erase(K key) { return call<erase_op, std::optional<V>, detail::identity>(std::move(key)); }
-  void async_erase(ignore_result_t, K key) { post<erase_op>(std::move(key)); }
+  future<std::optional<V>> async_erase(K key) { return this->template call<erase_op, std::optional<V>, detail::identity>(std::move(key)); }
+  void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
 
   /// Runs fn(V& stored, args...) at the owner if the key is present. Returns whether it was (fn returning void) or
   /// fn's result (nullopt: absent).
@@ -123,11 +124,11 @@ class dist_map {
   template <detail::owner_function F, class... Args>
   auto async_update(K key, F, Args&&... args) {
     using op = update_op<F, std::decay_t<Args>...>;
-    return call<op, typename op::wire, detail::identity>(std::move(key), std::forward<Args>(args)...);
+    return this->template call<op, typename op::wire, detail::identity>(std::move(key), std::forward<Args>(args)...);
   }
   template <detail::owner_function F, class... Args>
   void async_update(ignore_result_t, K key, F, Args&&... args) {
-    post<update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
+    this->template post<update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
   }
 
   // ---- batches (one message per owner) ---------------------------------------------------------------------------
@@ -139,14 +140,7 @@ class dist_map {
   }
   template <std::ranges::random_access_range Range>
   future<batch_insert_result> async_insert_batch(const Range& pairs) {
-    auto by_owner = t_.split_by_owner(std::ranges::size(pairs), [&](std::size_t i) -> decltype(auto) {
-      return std::get<0>(pairs[i]);
-    });
-    return t_.template call_batch<insert_batch_op, batch_insert_result, detail::merge_counts>(
-        batch_insert_result{}, std::move(by_owner), [&](const std::vector<std::size_t>& at) {
-          return std::make_tuple(detail::gather<K>(pairs, at, detail::first_of),
-                                 detail::gather<V>(pairs, at, detail::second_of));
-        });
+    return this->template pair_batch<insert_batch_op, V>(pairs);
   }
 
   /// The value of every key of a random-access range, in order.
@@ -156,7 +150,7 @@ class dist_map {
   }
   template <std::ranges::random_access_range Range>
   future<std::vector<std::optional<V>>> async_find_batch(const Range& keys) {
-    return keyed_batch<find_batch_op>(keys);
+    return this->template keyed_batch<find_batch_op>(keys);
   }
 
   /// Removes every key of a random-access range; returns the removed values, in order.
@@ -166,49 +160,7 @@ class dist_map {
   }
   template <std::ranges::random_access_range Range>
   future<std::vector<std::optional<V>>> async_erase_batch(const Range& keys) {
-    return keyed_batch<erase_batch_op>(keys);
-  }
-
-  // ---- completion, layout, the local shard, collectives ---------------------------------------------------------
-
-  /// Completes every operation this rank issued (CSE_Hash HASH_Wait). Not collective.
-  void wait() { t_.wait(); }
-  /// Collective: completes every rank's operations (CSE_Hash HASH_Flush).
-  void flush() { t_.flush(); }
-  /// Service layout, server ranks (collective with close()).
-  void serve() { t_.serve(); }
-  /// Service layout, client ranks (collective with serve()).
-  void close() { t_.close(); }
-  /// True on the ranks that store data (every rank in the co-located layout; the servers in the service layout).
-  bool is_owner() const { return t_.owns_shard(); }
-  /// The rank that owns `key`.
-  int owner(const K& key) const { return t_.owner_of(key); }
-
-  std::size_t local_size() const { return t_.shard().size(); }
-  /// Calls fn(const K&, V&) for every entry of this rank's shard.
-  template <class F>
-  void local_for_each(F&& fn) {
-    t_.shard().for_each(fn);
-  }
-  /// Collective: flush(), then fn(const K&, V&) over every rank's shard, then a barrier.
-  template <class F>
-  void for_all(F&& fn) {
-    flush();
-    local_for_each(fn);
-    shoal::barrier();
-  }
-  /// Collective: flush(), then op-combines map(k, v) over every entry of every rank (identity: op's neutral value).
-  template <class T, class Map, class Op>
-  T reduce(T identity, Map map, Op op) {
-    flush();
-    T acc = identity;
-    t_.shard().for_each([&](const K& k, V& v) { acc = op(acc, map(k, v)); });
-    return shoal::allreduce(acc, op);
-  }
-  /// Collective: the number of entries of every rank.
-  std::size_t size() {
-    flush();
-    return shoal::allreduce(local_size(), op::sum{});
+    return this->template keyed_batch<erase_batch_op>(keys);
   }
 
  private:
@@ -317,28 +269,6 @@ class dist_map {
       return s == status::inserted;
     }
   };
-
-  template <class Op, class R, class Convert, class... Args>
-  future<R> call(K key, Args&&... args) {
-    const int owner = t_.owner_of(key);
-    return t_.template call<Op, R, Convert>(owner, std::move(key), std::forward<Args>(args)...);
-  }
-  template <class Op, class... Args>
-  void post(K key, Args&&... args) {
-    const int owner = t_.owner_of(key);
-    t_.template post<Op>(owner, std::move(key), std::forward<Args>(args)...);
-  }
-  template <class Op, class Range>
-  future<std::vector<std::optional<V>>> keyed_batch(const Range& keys) {
-    const std::size_t n = std::ranges::size(keys);
-    auto by_owner = t_.split_by_owner(n, [&](std::size_t i) -> decltype(auto) { return keys[i]; });
-    return t_.template call_batch<Op, std::vector<std::optional<V>>, detail::scatter_back>(
-        std::vector<std::optional<V>>(n), std::move(by_owner), [&](const std::vector<std::size_t>& at) {
-          return std::make_tuple(detail::gather<K>(keys, at, detail::itself));
-        });
-  }
-
-  engine t_;
 };
 
 }  // namespace shoal

@@ -20,6 +20,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -274,11 +275,13 @@ class owner_table {
     before_issue();
     auto state = std::make_shared<single_receiver<wire, R, Convert>>();
     if (owner == me_) {
+      std::optional<wire> result;
       try {
-        state->arrive(Op::apply(*this, me_, std::forward<Args>(args)...), 0);
-      } catch (...) {
-        state->fail(std::current_exception());
+        result.emplace(Op::apply(*this, me_, std::forward<Args>(args)...));
+      } catch (const std::exception& e) {
+        state->fail(std::make_exception_ptr(remote_error(failure_text(e))));
       }
+      if (result) state->arrive(std::move(*result), 0);
     } else {
       const std::uint32_t slot = add_pending(state, 0);
       touch(owner);
@@ -293,7 +296,11 @@ class owner_table {
   void post(int owner, Args&&... args) {
     before_issue();
     if (owner == me_) {
-      rejected_ += rejected_in(Op::apply(*this, me_, std::forward<Args>(args)...));
+      try {
+        rejected_ += rejected_in(Op::apply(*this, me_, std::forward<Args>(args)...));
+      } catch (const std::exception& e) {
+        if (error_.empty()) error_ = failure_text(e);
+      }
     } else {
       touch(owner);
       shoal::async(owner, &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
@@ -329,12 +336,13 @@ class owner_table {
       auto args = make_args(state->positions[part]);
       before_issue();
       if (owner == me_) {
+        std::optional<wire> result;
         try {
-          state->arrive(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args),
-                        static_cast<std::uint32_t>(part));
-        } catch (...) {
-          state->fail(std::current_exception());
+          result.emplace(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args));
+        } catch (const std::exception& e) {
+          state->fail(std::make_exception_ptr(remote_error(failure_text(e))));
         }
+        if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
       } else {
         const std::uint32_t slot = add_pending(state, static_cast<std::uint32_t>(part));
         touch(owner);
@@ -416,6 +424,10 @@ class owner_table {
     std::uint32_t part = 0;
   };
 
+  std::string failure_text(const std::exception& e) const {
+    return name_ + ": operation failed at its owner, rank " + std::to_string(me_) + ": " + e.what();
+  }
+
   static owner_table& lookup(std::uint32_t id) { return *static_cast<owner_table*>(owner_table_registry()[id]); }
 
   void before_issue() {
@@ -473,7 +485,7 @@ class owner_table {
     try {
       result.emplace(Op::apply(self, origin, std::move(args)...));
     } catch (const std::exception& e) {
-      what = self.name_ + ": operation failed on rank " + std::to_string(self.me_) + ": " + e.what();
+      what = self.failure_text(e);
     }
     if (result) shoal::async(origin, &on_reply<typename Op::wire>, id, slot, std::move(*result));
     else shoal::async(origin, &on_reply_error, id, slot, std::move(what));
@@ -499,7 +511,7 @@ class owner_table {
       report.rejected += rejected_in(Op::apply(self, origin, std::move(args)...));
     } catch (const std::exception& e) {
       if (report.error.empty()) {
-        report.error = self.name_ + ": operation failed on rank " + std::to_string(self.me_) + ": " + e.what();
+        report.error = self.failure_text(e);
       }
     }
   }
@@ -545,6 +557,94 @@ class owner_table {
   std::uint64_t rejected_ = 0;  // fire-and-forget inserts of this rank that did not fit (reported by wait)
   std::string error_;           // first failure of a fire-and-forget operation of this rank
   std::vector<origin_report> from_origin_;  // as an owner: per origin, since its last fence
+};
+
+
+/// The public operations dist_map and dist_multimap share (completion, layout, the local shard, collectives), and
+/// the helpers both use to issue their operations. `Stored` is what a key maps to in the shard.
+template <class K, class Stored, class Family>
+class owner_container {
+ public:
+  /// Completes every operation this rank issued (CSE_Hash HASH_Wait). Not collective.
+  void wait() { t_.wait(); }
+  /// Collective: completes every rank's operations (CSE_Hash HASH_Flush).
+  void flush() { t_.flush(); }
+  /// Service layout, server ranks: answers requests until every client has closed (collective with close()).
+  void serve() { t_.serve(); }
+  /// Service layout, client ranks: completes this rank's operations, then ends the service (collective with serve()).
+  void close() { t_.close(); }
+  /// True on the ranks that store data (every rank co-located; the servers in the service layout).
+  bool is_owner() const { return t_.owns_shard(); }
+  /// The rank that owns `key`.
+  int owner(const K& key) const { return t_.owner_of(key); }
+
+  /// Entries (key-value pairs) stored on this rank.
+  std::size_t local_size() const { return t_.entries(); }
+  /// Calls fn(const K&, Stored&) for every key of this rank's shard.
+  template <class F>
+  void local_for_each(F&& fn) {
+    t_.shard().for_each(fn);
+  }
+  /// Collective: flush(), then fn(const K&, Stored&) over every rank's shard, then a barrier.
+  template <class F>
+  void for_all(F&& fn) {
+    flush();
+    local_for_each(fn);
+    shoal::barrier();
+  }
+  /// Collective: flush(), then op-combines map(k, stored) over every key of every rank (identity: op's neutral
+  /// element; op as for shoal::allreduce).
+  template <class T, class Map, class Op>
+  T reduce(T identity, Map map, Op op) {
+    flush();
+    T acc = identity;
+    t_.shard().for_each([&](const K& k, Stored& v) { acc = op(acc, map(k, v)); });
+    return shoal::allreduce(acc, op);
+  }
+  /// Collective: the number of entries on every rank.
+  std::size_t size() {
+    flush();
+    return shoal::allreduce(local_size(), op::sum{});
+  }
+
+ protected:
+  using engine = owner_table<K, Stored, Family>;
+
+  owner_container(const dist_map_options& options, std::string name) : t_(options, std::move(name)) {}
+
+  template <class Op, class R, class Convert, class... Args>
+  future<R> call(K key, Args&&... args) {
+    const int owner = t_.owner_of(key);
+    return t_.template call<Op, R, Convert>(owner, std::move(key), std::forward<Args>(args)...);
+  }
+  template <class Op, class... Args>
+  void post(K key, Args&&... args) {
+    const int owner = t_.owner_of(key);
+    t_.template post<Op>(owner, std::move(key), std::forward<Args>(args)...);
+  }
+  /// One Op per owner over the keys of a random-access range; results (a vector per owner) back in input order.
+  template <class Op, class Range>
+  future<typename Op::wire> keyed_batch(const Range& keys) {
+    using result = typename Op::wire;
+    const std::size_t n = std::ranges::size(keys);
+    auto by_owner = t_.split_by_owner(n, [&](std::size_t i) -> decltype(auto) { return keys[i]; });
+    return t_.template call_batch<Op, result, scatter_back>(result(n), std::move(by_owner),
+                                                            [&](const std::vector<std::size_t>& at) {
+                                                              return std::make_tuple(gather<K>(keys, at, itself));
+                                                            });
+  }
+  /// One Op per owner over the (key, value) pairs of a random-access range; the counts summed.
+  template <class Op, class V, class Range>
+  future<batch_insert_result> pair_batch(const Range& pairs) {
+    auto by_owner = t_.split_by_owner(std::ranges::size(pairs),
+                                      [&](std::size_t i) -> decltype(auto) { return std::get<0>(pairs[i]); });
+    return t_.template call_batch<Op, batch_insert_result, merge_counts>(
+        batch_insert_result{}, std::move(by_owner), [&](const std::vector<std::size_t>& at) {
+          return std::make_tuple(gather<K>(pairs, at, first_of), gather<V>(pairs, at, second_of));
+        });
+  }
+
+  engine t_;
 };
 
 }  // namespace shoal::detail
