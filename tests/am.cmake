@@ -1,3 +1,19 @@
-# Active messages (include/shoal/am): at 1-4 ranks, on default settings and with tiny buffers and a send cap of one.
+# Active messages (include/shoal/am): at 1-4 ranks, on default settings and with 64-byte buffers and a send cap of one.
 shoal_add_mpi_test(am SOURCES am_test.cpp TIMEOUT 120
                    VARIANTS "tiny:SHOAL_AM_BUFFER=64,SHOAL_AM_MAX_SENDS=1")
+set_target_properties(am_test PROPERTIES ENABLE_EXPORTS ON)  # handler names in error messages (dladdr)
+# Start, finalize and restart shoal inside one MPI program (the main initialises MPI itself).
+shoal_add_mpi_test(am_lifecycle SOURCES am_lifecycle_test.cpp MAIN core_adopt_main.cpp TIMEOUT 60)
+
+# Handlers and arguments that must be rejected at compile time, with a readable message: each case is a target left
+# out of the normal build, and its test passes when building it fails with the expected diagnostic.
+foreach(reject capturing_lambda unsendable_argument)
+  add_library(am_rejects_${reject} OBJECT EXCLUDE_FROM_ALL am_rejects/${reject}.cpp)
+  target_link_libraries(am_rejects_${reject} PRIVATE shoal::shoal)
+  add_test(NAME am.rejects_${reject}
+           COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target am_rejects_${reject})
+  set_tests_properties(am.rejects_${reject} PROPERTIES TIMEOUT 120 LABELS am)
+endforeach()
+set_tests_properties(am.rejects_capturing_lambda PROPERTIES PASS_REGULAR_EXPRESSION "lambda WITHOUT captures")
+set_tests_properties(am.rejects_unsendable_argument PROPERTIES
+                     PASS_REGULAR_EXPRESSION "every_type_is_serializable.*unique_ptr")

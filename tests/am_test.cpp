@@ -1,69 +1,372 @@
-// Tests of active messages: remote calls, aggregation, progress, quiescence, ordering, errors.
+// Tests of active messages (include/shoal/am): remote calls, aggregation, progress, quiescence, ordering, errors.
+// Registered at 1-4 ranks, once on default settings and once with 64-byte buffers and a send cap of one
+// (tests/am.cmake), so every test also runs where nearly every message overflows a buffer and every send waits.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <map>
 #include <numeric>
-#include <random>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "shoal/am.hpp"
+#include "shoal/core/hash.hpp"
 #include "shoal_test.hpp"
 
+// Handlers with external linkage, so their names are in the dynamic symbol table (the test links with -rdynamic).
+namespace am_test_handlers {
+
+inline std::vector<std::int64_t> per_source;  // messages handled here, by sender
+inline std::int64_t count = 0;
+
+void count_from(std::int64_t claimed_source) {
+  EXPECT_EQ(shoal::am::current_source(), claimed_source);
+  ++per_source[static_cast<std::size_t>(claimed_source)];
+}
+
+int add(int a, int b) { return a + b; }
+
+void throwing_handler(int value) {
+  throw std::runtime_error("value " + std::to_string(value) + " rejected");
+}
+
+}  // namespace am_test_handlers
+
 namespace {
+
+namespace h = am_test_handlers;
 
 int me() { return shoal::rank(); }
 int np() { return shoal::size(); }
 int right() { return (me() + 1) % np(); }
 
-// ---- state touched by handlers (each rank has its own copy) ----
-std::vector<std::int64_t> received_from;  // per source
-std::int64_t counter = 0;
-
-void count_from_source(std::int64_t expected_source) {
-  EXPECT_EQ(shoal::am::current_source(), expected_source);
-  ++received_from[static_cast<std::size_t>(shoal::am::current_source())];
-}
-
-int add(int a, int b) { return a + b; }
-
 void reset() {
-  received_from.assign(static_cast<std::size_t>(np()), 0);
-  counter = 0;
+  shoal::am::barrier();
+  h::per_source.assign(static_cast<std::size_t>(np()), 0);
+  h::count = 0;
   shoal::am::barrier();
 }
 
+std::int64_t global_sum(std::int64_t v) { return shoal::allreduce(v, shoal::op::sum{}); }
+
+// ---- remote calls -------------------------------------------------------------------------------------------------
+
 TEST(Am, PingPong) {
   reset();
-  constexpr int rounds = 200;
+  const int rounds = shoal::testing::scaled(300);
+  const int peer = np() > 1 ? 1 : 0;
   if (me() == 0) {
     for (int i = 0; i < rounds; ++i) {
-      const int peer = np() > 1 ? 1 : 0;
-      int got = shoal::rpc(peer, [](int x) { return x + 1; }, i).get();
+      const int got = shoal::rpc(peer, [](int x) { return x + 1; }, i).get();
       ASSERT_EQ(got, i + 1);
     }
   }
   shoal::am::barrier();
 }
 
-TEST(Am, RpcFunctionPointerAndVoid) {
+TEST(Am, RpcFunctionPointerVoidAndGenericLambda) {
   reset();
-  EXPECT_EQ(shoal::rpc(right(), &add, 20, 22).get(), 42);
-  auto f = shoal::rpc(right(), [] { ++counter; });
-  f.get();
+  EXPECT_EQ(shoal::rpc(right(), &h::add, 20, 22).get(), 42);
+  EXPECT_EQ(shoal::rpc(right(), h::add, 1, 2).get(), 3);  // a function decays to its pointer
+  shoal::rpc(right(), [] { ++h::count; }).get();
+  EXPECT_EQ(shoal::rpc(right(), [](auto a, auto b) { return a * b; }, 6L, 7L).get(), 42L);
+  // Arguments are converted to the handler's parameter types before they travel.
+  EXPECT_EQ(shoal::rpc(right(), [](std::string s) { return s.size(); }, "literal").get(), 7u);
   shoal::am::barrier();
-  EXPECT_EQ(counter, 1);
+  EXPECT_EQ(h::count, 1);
 }
 
-TEST(Am, AllToAllFloodExactCounts) {
+struct point {
+  double x = 0, y = 0;
+  std::string label;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(x, y, label);
+  }
+  bool operator==(const point&) const = default;
+};
+
+TEST(Am, RpcValuesOfEveryKind) {
   reset();
-  const std::int64_t per_pair = shoal::testing::scaled(20000);
+  const int peer = right();
+  EXPECT_EQ(shoal::rpc(peer, [](std::string s) { return s + "!"; }, std::string("hi")).get(), "hi!");
+  std::vector<double> v(1000);
+  std::iota(v.begin(), v.end(), 0.5);
+  auto doubled = shoal::rpc(peer, [](std::vector<double> in) {
+                   for (auto& x : in) x *= 2;
+                   return in;
+                 }, v).get();
+  ASSERT_EQ(doubled.size(), v.size());
+  EXPECT_EQ(doubled[999], 2 * v[999]);
+  auto map = shoal::rpc(peer, [](int n) {
+               std::map<std::string, std::vector<int>> m;
+               for (int i = 0; i < n; ++i) m[std::to_string(i)] = std::vector<int>(static_cast<std::size_t>(i), i);
+               return m;
+             }, 5).get();
+  ASSERT_EQ(map.size(), 5u);
+  EXPECT_EQ(map["3"], std::vector<int>({3, 3, 3}));
+  point p{1.5, -2.0, "corner"};
+  auto moved = shoal::rpc(peer, [](point q, double dx) {
+                 q.x += dx;
+                 q.label += " moved by " + std::to_string(shoal::rank());
+                 return q;
+               }, p, 1.0).get();
+  EXPECT_EQ(moved.x, 2.5);
+  EXPECT_EQ(moved.label, "corner moved by " + std::to_string(peer));
+  auto tuple = shoal::rpc(peer, [](std::tuple<int, std::string> t) {
+                 return std::optional<std::tuple<std::string, int>>(std::tuple(std::get<1>(t), std::get<0>(t)));
+               }, std::tuple<int, std::string>(7, "seven")).get();
+  ASSERT_TRUE(tuple.has_value());
+  EXPECT_EQ(std::get<0>(*tuple), "seven");
+  // A payload much larger than a buffer travels alone.
+  std::string big(300000, 'x');
+  big[12345] = 'y';
+  EXPECT_EQ(shoal::rpc(peer, [](const std::string& s) { return s.size() + (s[12345] == 'y'); }, big).get(), 300001u);
+  shoal::am::barrier();
+}
+
+TEST(Am, ManyOutstandingRpcs) {
+  reset();
+  const int n = shoal::testing::scaled(2000);
+  std::vector<shoal::future<std::int64_t>> futures;
+  for (int i = 0; i < n; ++i) {
+    futures.push_back(shoal::rpc((me() + i) % np(), [](std::int64_t x) { return x * 3; }, std::int64_t{i}));
+  }
+  shoal::wait_all(futures);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(futures[static_cast<std::size_t>(i)].get(), 3 * i);
+  shoal::am::barrier();
+}
+
+// ---- floods and the send cap --------------------------------------------------------------------------------------
+
+void flood_and_check(std::int64_t per_pair) {
+  reset();
   for (std::int64_t i = 0; i < per_pair; ++i) {
-    for (int d = 0; d < np(); ++d) shoal::async(d, &count_from_source, static_cast<std::int64_t>(me()));
+    for (int d = 0; d < np(); ++d) shoal::async(d, &h::count_from, static_cast<std::int64_t>(me()));
   }
   shoal::am::barrier();
-  for (int s = 0; s < np(); ++s) EXPECT_EQ(received_from[static_cast<std::size_t>(s)], per_pair) << "from " << s;
+  for (int s = 0; s < np(); ++s) EXPECT_EQ(h::per_source[static_cast<std::size_t>(s)], per_pair) << "from " << s;
+}
+
+TEST(Am, AllToAllFloodExactCounts) { flood_and_check(shoal::testing::scaled(20000)); }
+
+TEST(Am, FloodWithTinyBuffersAndOneOutstandingSend) {
+  const auto saved_size = shoal::am::buffer_size();
+  const auto saved_sends = shoal::am::max_sends();
+  shoal::am::set_buffer_size(shoal::am::min_buffer_size);
+  shoal::am::set_max_sends(1);
+  flood_and_check(shoal::testing::scaled(3000));
+  shoal::am::set_buffer_size(saved_size);
+  shoal::am::set_max_sends(saved_sends);
+  EXPECT_THROW(shoal::am::set_buffer_size(1), shoal::usage_error);
+  EXPECT_THROW(shoal::am::set_max_sends(0), shoal::usage_error);
+}
+
+TEST(Am, FloodFromInsideHandlers) {
+  // Every rank asks every rank to flood every rank: the floods are sent from handlers, whose send path must only
+  // queue what it receives while it waits for the send cap.
+  reset();
+  const std::int64_t per_pair = shoal::testing::scaled(2000);
+  for (int d = 0; d < np(); ++d) {
+    shoal::async(d, [](std::int64_t n) {
+      for (std::int64_t i = 0; i < n; ++i) {
+        for (int t = 0; t < shoal::size(); ++t) shoal::async(t, &h::count_from, std::int64_t{shoal::rank()});
+      }
+    }, per_pair);
+  }
+  shoal::am::barrier();
+  for (int s = 0; s < np(); ++s) EXPECT_EQ(h::per_source[static_cast<std::size_t>(s)], per_pair * np());
+}
+
+// ---- chains, fan-out and quiescence -------------------------------------------------------------------------------
+
+void hop(int origin, std::int64_t hops_left) {
+  ++h::count;  // a visit
+  if (hops_left == 0) {
+    shoal::async(origin, [] { ++h::per_source[0]; });  // the token came home
+  } else {
+    shoal::async((shoal::rank() + 1) % shoal::size(), &hop, origin, hops_left - 1);
+  }
+}
+
+TEST(Am, TokenHopsThroughAllRanks) {
+  reset();
+  const std::int64_t laps = shoal::testing::scaled(200);
+  shoal::async(right(), &hop, me(), laps * np() - 1);  // every rank starts one token; np tokens, laps laps each
+  shoal::am::barrier();
+  EXPECT_EQ(h::count, laps * np());   // each token visited each rank `laps` times
+  EXPECT_EQ(h::per_source[0], 1);     // and this rank's token came home once
+}
+
+// Deterministic random tree: a message (round, id, depth) spawns hash-chosen children on hash-chosen ranks.
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) { return shoal::hash_value(a * 0x9e3779b97f4a7c15ull ^ b, 17); }
+constexpr int max_depth = 6;
+int children_of(std::uint64_t id, int depth) { return depth >= max_depth ? 0 : static_cast<int>(mix(id, 1) % 4); }
+
+std::int64_t spawned = 0;
+
+void grow(std::uint64_t id, int depth) {
+  ++h::count;
+  const int k = children_of(id, depth);
+  for (int c = 0; c < k; ++c) {
+    const std::uint64_t child = mix(id, 100 + static_cast<std::uint64_t>(c));
+    ++spawned;
+    shoal::async(static_cast<int>(child % static_cast<std::uint64_t>(shoal::size())), &grow, child, depth + 1);
+  }
+}
+
+std::int64_t tree_size(std::uint64_t id, int depth) {
+  std::int64_t n = 1;
+  for (int c = 0, k = children_of(id, depth); c < k; ++c) n += tree_size(mix(id, 100 + static_cast<std::uint64_t>(c)), depth + 1);
+  return n;
+}
+
+TEST(Am, RandomRecursiveFanOutBarrierNeverReturnsEarly) {
+  const int rounds = shoal::testing::scaled(60);
+  for (int round = 0; round < rounds; ++round) {
+    h::count = 0;
+    spawned = 0;
+    shoal::am::barrier();  // nobody sends this round's messages before every rank has reset its counters
+    std::int64_t expected = 0;
+    for (int r = 0; r < np(); ++r) {
+      for (int s = 0; s < 3; ++s) expected += tree_size(mix(static_cast<std::uint64_t>(round * 1000 + r), static_cast<std::uint64_t>(s)), 0);
+    }
+    for (int s = 0; s < 3; ++s) {
+      const std::uint64_t root = mix(static_cast<std::uint64_t>(round * 1000 + me()), static_cast<std::uint64_t>(s));
+      ++spawned;
+      shoal::async(static_cast<int>(root % static_cast<std::uint64_t>(np())), &grow, root, 0);
+    }
+    shoal::am::barrier();
+    // Counted right after the barrier: the reduction takes each rank's value before it makes any progress.
+    const std::int64_t handled = global_sum(h::count);
+    const std::int64_t sent = global_sum(spawned);
+    ASSERT_EQ(handled, expected) << "round " << round;
+    ASSERT_EQ(sent, expected) << "round " << round;
+  }
+}
+
+TEST(Am, BarrierWithNothingToDoAndRepeated) {
+  for (int i = 0; i < 20; ++i) shoal::am::barrier();
+  const auto before = shoal::am::stats();
+  shoal::am::barrier();  // every rank has taken `before` before any message of this test moves
+  shoal::async(right(), [] {});
+  shoal::am::barrier();
+  const auto after = shoal::am::stats();
+  EXPECT_EQ(after.messages_sent - before.messages_sent, 1u);
+  EXPECT_EQ(global_sum(static_cast<std::int64_t>(after.messages_handled - before.messages_handled)), np());
+}
+
+TEST(Am, HandlerMayWaitForAnRpc) {
+  reset();
+  // A handler that blocks on an rpc to its right neighbour: the wait runs other handlers, so it cannot deadlock
+  // even when every rank does it at once.
+  auto f = shoal::rpc(right(), [] {
+    const int r = (shoal::rank() + 1) % shoal::size();
+    return shoal::rpc(r, [] { return shoal::rank(); }).get() + 1000;
+  });
+  EXPECT_EQ(f.get(), (right() + 1) % np() + 1000);
+  shoal::am::barrier();
+}
+
+TEST(Am, ProgressDeliversWithoutBarrier) {
+  reset();
+  if (np() > 1) {
+    if (me() == 1) {
+      shoal::async(0, [] { h::count = 7; });
+      shoal::am::flush();
+    }
+    if (me() == 0) {
+      while (h::count != 7) shoal::progress();
+    }
+  }
+  shoal::am::barrier();
+}
+
+// ---- ordering -----------------------------------------------------------------------------------------------------
+
+std::vector<std::int64_t> next_expected;  // per source
+std::int64_t order_violations = 0;
+
+void check_order(std::int64_t seq) {
+  auto& next = next_expected[static_cast<std::size_t>(shoal::am::current_source())];
+  if (seq != next) ++order_violations;
+  next = seq + 1;
+}
+
+TEST(Am, PerPairOrderAcrossHandlersSizesAndRpc) {
+  reset();
+  next_expected.assign(static_cast<std::size_t>(np()), 0);
+  order_violations = 0;
+  const std::int64_t n = shoal::testing::scaled(3000);
+  std::vector<shoal::future<void>> replies;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (int d = 0; d < np(); ++d) {
+      switch (i % 5) {
+        case 0: shoal::async(d, &check_order, i); break;
+        case 1: shoal::async(d, [](std::int64_t s, std::string) { check_order(s); }, i, std::string(i % 7 * 10, 'a')); break;
+        case 2: replies.push_back(shoal::rpc(d, [](std::int64_t s) { check_order(s); }, i)); break;
+        case 3:  // larger than any buffer of the tiny variant, and every 50th larger than the default buffer
+          shoal::async(d, [](std::int64_t s, std::vector<char>) { check_order(s); }, i,
+                       std::vector<char>(i % 50 == 3 ? 70000 : 100, 'b'));
+          break;
+        default: shoal::async(d, [](std::int64_t s) { check_order(s); }, i);
+      }
+    }
+  }
+  shoal::wait_all(replies);
+  shoal::am::barrier();
+  EXPECT_EQ(order_violations, 0);
+  for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+}
+
+// ---- errors -------------------------------------------------------------------------------------------------------
+
+TEST(Am, RpcHandlerExceptionBecomesRemoteError) {
+  reset();
+  try {
+    shoal::rpc(right(), [](int v) -> int { throw std::runtime_error("bad " + std::to_string(v)); }, 5).get();
+    ADD_FAILURE() << "no exception";
+  } catch (const shoal::remote_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("lambda"), std::string::npos) << what;
+    EXPECT_NE(what.find("sent by rank " + std::to_string(me())), std::string::npos) << what;
+    EXPECT_NE(what.find("on rank " + std::to_string(right())), std::string::npos) << what;
+    EXPECT_NE(what.find("bad 5"), std::string::npos) << what;
+  }
+  shoal::am::barrier();
+}
+
+TEST(Am, AsyncHandlerExceptionReportedToSenderAtBarrier) {
+  reset();
+  shoal::async(right(), &h::throwing_handler, 42);
+  shoal::async(right(), &h::throwing_handler, 43);
+  try {
+    shoal::am::barrier();
+    ADD_FAILURE() << "no exception";
+  } catch (const shoal::remote_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("am_test_handlers::throwing_handler"), std::string::npos) << what;
+    EXPECT_NE(what.find("sent by rank " + std::to_string(me())), std::string::npos) << what;
+    EXPECT_NE(what.find("on rank " + std::to_string(right())), std::string::npos) << what;
+    EXPECT_NE(what.find("value 42 rejected"), std::string::npos) << what;
+    EXPECT_NE(what.find("1 more"), std::string::npos) << what;
+  }
+  shoal::am::barrier();  // reported once
+}
+
+TEST(Am, Misuse) {
+  reset();
+  EXPECT_THROW(shoal::async(np(), [] {}), shoal::usage_error);
+  EXPECT_THROW(shoal::async(-1, [] {}), shoal::usage_error);
+  EXPECT_THROW(shoal::rpc(np(), [] { return 1; }), shoal::usage_error);
+  EXPECT_THROW(shoal::am::current_source(), shoal::usage_error);
+  EXPECT_FALSE(shoal::am::in_handler());
+  EXPECT_TRUE(shoal::rpc(right(), [] { return shoal::am::in_handler(); }).get());
+  // The quiescence barrier is collective: calling it from a handler fails that handler.
+  EXPECT_THROW(shoal::rpc(right(), [] { shoal::am::barrier(); }).get(), shoal::remote_error);
+  shoal::am::barrier();
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ namespace shoal::am {
 
 /// Every argument of a call to handler F with Args... can travel (after conversion to the handler's parameters).
 template <class F, class... Args>
-concept sendable_arguments = detail::all_sendable<typename detail::call_traits<F, Args...>::wire>::value;
+concept sendable_arguments = detail::every_type_is_serializable<typename detail::call_traits<F, Args...>::wire>::value;
 
 /// The result of handler F called with Args... (decayed; void allowed).
 template <class F, class... Args>

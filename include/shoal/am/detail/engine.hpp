@@ -221,10 +221,15 @@ class engine {
 
   std::uint64_t sent() const { return sent_; }
   std::uint64_t handled() const { return handled_; }
+  /// Trampolines that run several messages in one call count all but the last (dispatch counts that one).
+  void count_handled() { ++handled_; }
+  /// Changes whenever a handler loop starts (trampolines use it to notice that a nested loop ran).
+  std::uint64_t loop_epoch() const { return loop_epoch_; }
   std::uint64_t buffers_sent() const { return buffers_sent_; }
 
   /// Runs queued messages (also from inside a handler that waits: the handlers it lets run start in order).
   void run_queue() {
+    ++loop_epoch_;
     while (!rxq_.empty()) {
       rx_buffer& b = rxq_.front();
       if (b.pos == b.end) {
@@ -399,6 +404,7 @@ class engine {
   std::uint64_t handled_ = 0;  // messages whose handler finished (for quiescence)
   std::uint64_t buffers_sent_ = 0;
   std::uint64_t barriers_ = 0;
+  std::uint64_t loop_epoch_ = 0;
 
   std::vector<std::string> errors_;
   std::vector<std::shared_ptr<void>> pending_;

@@ -4,6 +4,8 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -102,9 +104,9 @@ template <class... W, class... Args>
 struct args_convert<type_list<W...>, Args...> : std::bool_constant<(std::is_constructible_v<W, Args&&> && ...)> {};
 
 template <class Wire>
-struct all_sendable;
+struct every_type_is_serializable;
 template <class... W>
-struct all_sendable<type_list<W...>> : std::bool_constant<(sendable<W> && ...)> {};
+struct every_type_is_serializable<type_list<W...>> : std::bool_constant<(sendable<W> && ...)> {};
 
 template <class Wire>
 struct all_trivial;
@@ -263,18 +265,65 @@ inline void report_failure(engine& e, int dest, std::string text) {
 }
 
 
+/// A trivially copyable value stored (unaligned) at p.
+template <class T>
+T load(const std::byte* p) {
+  std::array<std::byte, sizeof(T)> raw;
+  std::memcpy(raw.data(), p, sizeof(T));
+  return std::bit_cast<T>(raw);
+}
+
+[[noreturn]] inline void throw_truncated() { throw error("shoal::am: truncated message (corrupt stream)"); }
+
 /// Runs a fire-and-forget message. A failure is reported to the sender (thrown by its next am::barrier).
+/// Trivially copyable arguments: the messages of this handler that follow it in the buffer run in the same loop
+/// (one indirect call per run of equal handler words, values loaded straight from the buffer).
 template <class F, class Params, class Wire>
 void run_async(rx_buffer& b) {
-  byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
-  F fn = read_handler<F>(in);
-  auto values = decoded<Wire>::read(in);
-  b.pos = in.position();
-  try {
-    call<F, Params>(fn, values);
-  } catch (...) {
-    engine& e = *g_engine;
-    report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
+  engine& e = *g_engine;
+  if constexpr (all_trivial<Wire>::value) {
+    constexpr std::size_t handler_bytes = std::is_pointer_v<F> ? sizeof(std::int32_t) : 0;
+    constexpr std::size_t body = handler_bytes + all_trivial<Wire>::bytes;
+    const auto own_word = static_cast<std::int32_t>(reinterpret_cast<std::intptr_t>(&run_async<F, Params, Wire>) -
+                                                    anchor_address());
+    const std::uint64_t epoch = e.loop_epoch();
+    for (;;) {
+      if (static_cast<std::size_t>(b.end - b.pos) < body) [[unlikely]] throw_truncated();
+      const std::byte* p = b.pos;
+      F fn;
+      if constexpr (std::is_pointer_v<F>) {
+        fn = function_at<std::remove_pointer_t<F>>(load<std::int32_t>(p));
+      }
+      p += handler_bytes;
+      auto values = [&]<class... W>(type_list<W...>) {
+        std::size_t offset = 0;
+        return std::tuple<W...>{(offset += sizeof(W), load<W>(p + offset - sizeof(W)))...};
+      }(Wire{});
+      b.pos = p + all_trivial<Wire>::bytes;
+      try {
+        call<F, Params>(fn, values);
+      } catch (...) {
+        report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
+      }
+      // Continue with the next message if it is for this handler too, unless a nested loop ran meanwhile (a handler
+      // that waited): then `b` may be gone and the outer loop takes over.
+      if (e.loop_epoch() != epoch) return;
+      if (static_cast<std::size_t>(b.end - b.pos) < sizeof(std::int32_t) || load<std::int32_t>(b.pos) != own_word) {
+        return;
+      }
+      b.pos += sizeof(std::int32_t);
+      e.count_handled();
+    }
+  } else {
+    byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
+    F fn = read_handler<F>(in);
+    auto values = decoded<Wire>::read(in);
+    b.pos = in.position();
+    try {
+      call<F, Params>(fn, values);
+    } catch (...) {
+      report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
+    }
   }
 }
 

@@ -1,0 +1,199 @@
+// Workload `am`: active messages.
+//   message rate — every rank sends --size payloads (default 4M) of 8, 16 and 64 bytes to its right neighbour, whose
+//                  handler adds the first word to a sum; timed until am::barrier returns. Against
+//                  (a) plain MPI packing the same payloads by hand into buffers of the same size sent with MPI_Isend
+//                      (same cap on outstanding sends), the receiver unpacking and adding; target ratio >= 0.8;
+//                  (b) one MPI_Isend per payload (a window of outstanding sends, MPI_Iprobe + MPI_Recv per payload).
+//   rpc latency  — rank 0 waits for rpc(1, f, x).get() in a loop, against an MPI_Send/MPI_Recv ping-pong.
+// Needs at least 2 ranks.
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "bench.hpp"
+#include "shoal/am.hpp"
+
+namespace {
+
+using shoal::bench::better;
+using shoal::bench::context;
+
+template <std::size_t Bytes>
+struct payload {
+  std::array<std::uint64_t, Bytes / 8> words{};
+};
+
+std::uint64_t g_sum = 0;
+
+template <std::size_t Bytes>
+void consume(payload<Bytes> p) {
+  g_sum += p.words[0];
+}
+
+constexpr int tag = 77;
+
+/// (a) hand aggregation: payloads packed into `buffer_bytes` buffers, at most `cap` outstanding MPI_Isend.
+template <std::size_t Bytes>
+void mpi_aggregated(MPI_Comm comm, int dest, std::size_t n, std::size_t buffer_bytes, std::size_t cap) {
+  const std::size_t per_buffer = buffer_bytes / Bytes;
+  std::vector<std::vector<std::byte>> bufs(cap, std::vector<std::byte>(per_buffer * Bytes));
+  std::vector<MPI_Request> reqs(cap, MPI_REQUEST_NULL);
+  std::vector<std::byte> rbuf(per_buffer * Bytes);
+  std::size_t sent = 0, received = 0;
+  std::size_t slot = 0;
+  auto poll_receive = [&] {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &st);
+    if (!flag) return;
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    MPI_Recv(rbuf.data(), count, MPI_BYTE, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
+    for (int off = 0; off < count; off += static_cast<int>(Bytes)) {
+      payload<Bytes> p;
+      std::memcpy(&p, rbuf.data() + off, Bytes);
+      g_sum += p.words[0];
+    }
+    received += static_cast<std::size_t>(count) / Bytes;
+  };
+  while (sent < n) {
+    // Wait for the slot's previous send, receiving meanwhile.
+    for (;;) {
+      int done = 0;
+      MPI_Test(&reqs[slot], &done, MPI_STATUS_IGNORE);
+      if (done) break;
+      poll_receive();
+    }
+    const std::size_t k = std::min(per_buffer, n - sent);
+    std::byte* out = bufs[slot].data();
+    for (std::size_t i = 0; i < k; ++i) {
+      payload<Bytes> p;
+      p.words[0] = sent + i;
+      std::memcpy(out + i * Bytes, &p, Bytes);
+    }
+    MPI_Isend(out, static_cast<int>(k * Bytes), MPI_BYTE, dest, tag, comm, &reqs[slot]);
+    sent += k;
+    slot = (slot + 1) % cap;
+  }
+  while (received < n) poll_receive();
+  for (;;) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(cap), reqs.data(), &done, MPI_STATUSES_IGNORE);
+    if (done) break;
+  }
+}
+
+/// (b) one MPI_Isend per payload, a window of outstanding sends.
+template <std::size_t Bytes>
+void mpi_unaggregated(MPI_Comm comm, int dest, std::size_t n) {
+  constexpr std::size_t window = 256;
+  std::vector<payload<Bytes>> out(window);
+  std::vector<MPI_Request> reqs(window, MPI_REQUEST_NULL);
+  std::size_t sent = 0, received = 0;
+  auto poll_receive = [&] {
+    for (;;) {
+      int flag = 0;
+      MPI_Status st;
+      MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &st);
+      if (!flag) return;
+      payload<Bytes> p;
+      MPI_Recv(&p, Bytes, MPI_BYTE, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
+      g_sum += p.words[0];
+      ++received;
+    }
+  };
+  while (sent < n) {
+    const std::size_t k = std::min(window, n - sent);
+    for (std::size_t i = 0; i < k; ++i) {
+      out[i].words[0] = sent + i;
+      MPI_Isend(&out[i], Bytes, MPI_BYTE, dest, tag, comm, &reqs[i]);
+    }
+    sent += k;
+    for (;;) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(k), reqs.data(), &done, MPI_STATUSES_IGNORE);
+      if (done) break;
+      poll_receive();
+    }
+    poll_receive();
+  }
+  while (received < n) poll_receive();
+}
+
+template <std::size_t Bytes>
+void rate(context& ctx, MPI_Comm comm, std::size_t n) {
+  const int np = shoal::size();
+  const int dest = (shoal::rank() + 1) % np;
+  const std::string label = std::to_string(Bytes) + " B";
+  const double total = static_cast<double>(n) * np;
+
+  ctx.progress("rate " + label + " shoal");
+  const double ts = shoal::bench::median_timed(3, [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      payload<Bytes> p;
+      p.words[0] = i;
+      shoal::async(dest, &consume<Bytes>, p);
+    }
+    shoal::am::barrier();
+  });
+  ctx.progress("rate " + label + " MPI aggregated");
+  const double ta = shoal::bench::median_timed(3, [&] {
+    mpi_aggregated<Bytes>(comm, dest, n, shoal::am::buffer_size(), shoal::am::max_sends());
+  });
+  const std::size_t n_single = std::max<std::size_t>(1, n / 8);
+  ctx.progress("rate " + label + " MPI per payload");
+  const double tu = shoal::bench::median_timed(3, [&] { mpi_unaggregated<Bytes>(comm, dest, n_single); });
+
+  const double shoal_rate = total / ts / 1e6;
+  ctx.report("async rate", label, shoal_rate, "Mmsg/s", "MPI hand-aggregated", total / ta / 1e6);
+  ctx.report("async rate", label, shoal_rate, "Mmsg/s", "MPI_Isend per payload",
+             static_cast<double>(n_single) * np / tu / 1e6);
+}
+
+void latency(context& ctx, MPI_Comm comm, int iters) {
+  const int me = shoal::rank();
+  ctx.progress("rpc latency");
+  const double ts = shoal::bench::median_timed(3, [&] {
+    if (me != 0) return;
+    std::uint64_t x = 0;
+    for (int i = 0; i < iters; ++i) x = shoal::rpc(1, [](std::uint64_t v) { return v + 1; }, x).get();
+    g_sum += x;
+  });
+  const double tm = shoal::bench::median_timed(3, [&] {
+    std::uint64_t x = 0;
+    for (int i = 0; i < iters; ++i) {
+      if (me == 0) {
+        MPI_Send(&x, 1, MPI_UINT64_T, 1, tag, comm);
+        MPI_Recv(&x, 1, MPI_UINT64_T, 1, tag, comm, MPI_STATUS_IGNORE);
+      } else if (me == 1) {
+        MPI_Recv(&x, 1, MPI_UINT64_T, 0, tag, comm, MPI_STATUS_IGNORE);
+        ++x;
+        MPI_Send(&x, 1, MPI_UINT64_T, 0, tag, comm);
+      }
+    }
+    g_sum += x;
+  });
+  ctx.report("rpc round trip", "8 B", ts / iters * 1e6, "us", "MPI ping-pong", tm / iters * 1e6, better::lower);
+}
+
+void run_am(context& ctx) {
+  if (shoal::size() < 2) {
+    if (shoal::rank() == 0) std::fprintf(stderr, "workload am: needs at least 2 ranks, skipped\n");
+    return;
+  }
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  const std::size_t n = ctx.size_or(std::size_t{4} << 20);
+  rate<8>(ctx, comm, n);
+  rate<16>(ctx, comm, n);
+  rate<64>(ctx, comm, n);
+  latency(ctx, comm, 20000);
+  MPI_Comm_free(&comm);
+}
+
+const shoal::bench::registrar reg("am", "active-message rate (8/16/64 B) and rpc latency vs plain MPI", run_am);
+
+}  // namespace
