@@ -80,7 +80,7 @@ class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
 
-  engine() {
+  engine() : run_(++runs_started()) {
     auto& r = shoal::detail::rt();
     SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
     me_ = r.rank;
@@ -99,6 +99,8 @@ class engine {
   }
 
   int rank() const { return me_; }
+  /// Which environment of this process the engine belongs to (1, 2, ...).
+  std::uint64_t run() const { return run_; }
   int size() const { return size_; }
 
   // ---- sending ---------------------------------------------------------------------------------------------------
@@ -168,7 +170,6 @@ class engine {
       if (global[0] == previous_handled) break;
       previous_handled = global[1];
     }
-    ++barriers_;
   }
 
   /// Throws the failures of fire-and-forget handlers reported to this rank, if any (then forgets them).
@@ -384,6 +385,12 @@ class engine {
     run(b);
   }
 
+  static std::uint64_t& runs_started() {
+    static std::uint64_t n = 0;
+    return n;
+  }
+
+  std::uint64_t run_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int me_ = 0;
   int size_ = 1;
@@ -403,7 +410,6 @@ class engine {
   std::uint64_t sent_ = 0;     // messages appended to a buffer (for quiescence)
   std::uint64_t handled_ = 0;  // messages whose handler finished (for quiescence)
   std::uint64_t buffers_sent_ = 0;
-  std::uint64_t barriers_ = 0;
   std::uint64_t loop_epoch_ = 0;
 
   std::vector<std::string> errors_;

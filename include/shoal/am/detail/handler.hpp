@@ -330,10 +330,11 @@ void run_async(rx_buffer& b) {
 /// The shared state of an rpc's future; counts itself so finalize can report results never taken.
 template <class V>
 struct rpc_state final : shoal::detail::future_state<V> {
-  rpc_state() { ++g_engine->live_rpcs(); }
+  rpc_state() : run(g_engine->run()) { ++g_engine->live_rpcs(); }
   ~rpc_state() override {
-    if (g_engine != nullptr) --g_engine->live_rpcs();
+    if (g_engine != nullptr && g_engine->run() == run) --g_engine->live_rpcs();  // not a later environment's
   }
+  std::uint64_t run;
 };
 
 enum class reply_status : std::uint8_t { value = 0, failure = 1 };
