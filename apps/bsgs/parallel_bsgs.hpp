@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "bsgs/number_theory.hpp"
+#include "number_theory.hpp"
 #include "shoal/containers/dist_map.hpp"
 
 namespace bsgs {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "kv_trace/trace.hpp"
+#include "trace.hpp"
 #include "shoal/containers/dist_map.hpp"
 
 namespace kv_trace {

@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "matrix_scatter/matrix_market.hpp"
+#include "matrix_market.hpp"
 #include "shoal/containers/dist_multimap.hpp"
 
 namespace matrix_scatter {
