@@ -5,7 +5,7 @@
 #include "bsgs/parallel_bsgs.hpp"
 #include "kv_trace/replay.hpp"
 #include "matrix_scatter/scatter.hpp"
-#include "shoal_test.hpp"
+#include "dist_map_testing.hpp"
 
 namespace {
 
@@ -49,7 +49,7 @@ TEST(kv_trace, clients_replay_against_servers) {
   const int np = shoal::size();
   const int servers = np == 1 ? 1 : np / 2;
   const int clients = np == 1 ? 1 : np - servers;
-  const std::size_t ops = static_cast<std::size_t>(shoal::testing::scaled(3000));
+  const std::size_t ops = static_cast<std::size_t>(shoal::testing::round_trips(3000));
   auto trace_of = [&](int client) { return kv_trace::generate_trace(ops, 100 + static_cast<std::uint64_t>(client)); };
   const auto r = kv_trace::run_service<shoal::local::flat>(servers, clients, 16, trace_of);
   EXPECT_EQ(r.requests, ops * static_cast<std::size_t>(clients));

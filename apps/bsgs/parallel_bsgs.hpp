@@ -28,6 +28,8 @@ struct parallel_result {
 
 template <class Family = shoal::local::flat>
 parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14) {
+  // "No match" for the allreduce(min): below 2^63, because MPICH 4.0's MPI_MIN on MPI_UINT64_T compares as signed.
+  constexpr u64 none = static_cast<u64>(std::numeric_limits<std::int64_t>::max());
   const u64 m = step_count(c);
   const auto me = static_cast<u64>(shoal::rank());
   const auto np = static_cast<u64>(shoal::size());
@@ -62,7 +64,7 @@ parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14) {
     }
     finds += gammas.size();
     const auto found = baby.find_batch(gammas);
-    u64 best = std::numeric_limits<u64>::max();
+    u64 best = none;
     for (std::size_t k = 0; k < found.size(); ++k) {
       if (found[k]) {
         best = (first + k) * m + *found[k];
@@ -70,7 +72,7 @@ parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14) {
       }
     }
     best = shoal::allreduce(best, shoal::op::min{});
-    if (best != std::numeric_limits<u64>::max()) {
+    if (best != none) {
       out.x = best;
       break;
     }
