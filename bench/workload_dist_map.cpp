@@ -108,7 +108,8 @@ class mpi_reference {
     std::vector<int> next(static_cast<std::size_t>(np_), 0);
     std::exclusive_scan(send_counts_.begin(), send_counts_.end(), next.begin(), 0);
     order_.resize(keys.size());
-    for (std::size_t i = 0; i < keys.size(); ++i) order_[i] = static_cast<std::size_t>(next[static_cast<std::size_t>(owner(keys[i]))]++);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      order_[i] = static_cast<std::size_t>(next[static_cast<std::size_t>(owner(keys[i]))]++);
     recv_counts_.assign(static_cast<std::size_t>(np_), 0);
     MPI_Alltoall(send_counts_.data(), 1, MPI_INT, recv_counts_.data(), 1, MPI_INT, MPI_COMM_WORLD);
   }
@@ -160,7 +161,8 @@ rates run_shoal(const std::vector<u32>& keys, pattern p, std::size_t total) {
       std::vector<shoal::future<std::optional<u32>>> found;
       found.reserve(keys.size());
       for (u32 k : keys) found.push_back(m.async_find(k));
-      for (std::size_t i = 0; i < keys.size(); ++i) wrong += found[i].get() != std::optional<u32>(keys[i] ^ 0x5bd1e995u);
+      for (std::size_t i = 0; i < keys.size(); ++i)
+        wrong += found[i].get() != std::optional<u32>(keys[i] ^ 0x5bd1e995u);
     }));
     te.push_back(shoal::bench::timed([&] {
       auto removed = m.erase_batch(keys);
@@ -281,8 +283,7 @@ void run_dist_map(context& ctx) {
              np * static_cast<double>(total_values) / core_time / 1e6);
 }
 
-const shoal::bench::registrar reg("dist_map",
-                                  "CSE_Hash 1-N / N-N / N-1 insert, find, erase vs MPI alltoallv and the per-core limit",
-                                  run_dist_map);
+const shoal::bench::registrar reg(
+    "dist_map", "CSE_Hash 1-N / N-N / N-1 insert, find, erase vs MPI alltoallv and the per-core limit", run_dist_map);
 
 }  // namespace

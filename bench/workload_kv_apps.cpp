@@ -85,8 +85,8 @@ void run_bsgs(context& ctx) {
   const auto r = bsgs::solve_parallel(a, b, c);
   const double seconds = shoal::allreduce(shoal::bench::now() - t0, shoal::op::max{});
   if (!r.x || *r.x != expected || !bsgs::verify(a, b, c, *r.x)) throw shoal::error("bsgs workload: wrong answer");
-  ctx.report("bsgs table operations", "C < 2^" + std::to_string(bits), static_cast<double>(r.operations) / seconds / 1e6,
-             "Mops/s", "sequential BSGS", seq_rate);
+  ctx.report("bsgs table operations", "C < 2^" + std::to_string(bits),
+             static_cast<double>(r.operations) / seconds / 1e6, "Mops/s", "sequential BSGS", seq_rate);
   ctx.report("bsgs time to solve", "C < 2^" + std::to_string(bits), seconds, "s", "sequential BSGS",
              static_cast<double>(r.operations) / (seq_rate * 1e6), better::lower);
 }

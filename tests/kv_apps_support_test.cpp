@@ -29,7 +29,8 @@ TEST(number_theory, modular_arithmetic_near_2_to_the_44) {
 }
 
 TEST(number_theory, step_count_is_the_ceiling_square_root) {
-  for (bsgs::u64 c : {bsgs::u64{2}, bsgs::u64{3}, bsgs::u64{5}, bsgs::u64{101}, bsgs::u64{65537}, bsgs::u64{1000003}, (bsgs::u64{1} << 44) - 21}) {
+  for (bsgs::u64 c : {bsgs::u64{2}, bsgs::u64{3}, bsgs::u64{5}, bsgs::u64{101}, bsgs::u64{65537}, bsgs::u64{1000003},
+                      (bsgs::u64{1} << 44) - 21}) {
     const bsgs::u64 m = bsgs::step_count(c);
     EXPECT_GE(m * m, c - 1) << c;
     if (m > 1) EXPECT_LT((m - 1) * (m - 1), c - 1) << c;

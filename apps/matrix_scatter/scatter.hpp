@@ -83,7 +83,8 @@ inline std::vector<triplet> scatter_alltoallv(const coordinate_matrix& matrix, M
     std::vector<int> next(static_cast<std::size_t>(np), 0);
     std::exclusive_scan(send_counts.begin(), send_counts.end(), next.begin(), 0);
     send.resize(matrix.entries.size());
-    for (const auto& e : matrix.entries) send[static_cast<std::size_t>(next[e.row % static_cast<std::uint32_t>(np)]++)] = e;
+    for (const auto& e : matrix.entries)
+      send[static_cast<std::size_t>(next[e.row % static_cast<std::uint32_t>(np)]++)] = e;
   }
   MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
   std::vector<int> sbytes(static_cast<std::size_t>(np)), rbytes(static_cast<std::size_t>(np)),

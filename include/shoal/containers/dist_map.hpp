@@ -81,14 +81,20 @@ class dist_map : public detail::owner_container<K, V, Family> {
   // ---- single operations -----------------------------------------------------------------------------------------
 
   bool insert(const K& key, const V& value) { return async_insert(key, value).get(); }
-  future<bool> async_insert(K key, V value) { return this->template call<insert_op, bool, inserted_or_full>(std::move(key), std::move(value)); }
-  void async_insert(ignore_result_t, K key, V value) { this->template post<insert_op>(std::move(key), std::move(value)); }
+  future<bool> async_insert(K key, V value) {
+    return this->template call<insert_op, bool, inserted_or_full>(std::move(key), std::move(value));
+  }
+  void async_insert(ignore_result_t, K key, V value) {
+    this->template post<insert_op>(std::move(key), std::move(value));
+  }
 
   bool insert_or_assign(const K& key, const V& value) { return async_insert_or_assign(key, value).get(); }
   future<bool> async_insert_or_assign(K key, V value) {
     return this->template call<assign_op, bool, inserted_or_full>(std::move(key), std::move(value));
   }
-  void async_insert_or_assign(ignore_result_t, K key, V value) { this->template post<assign_op>(std::move(key), std::move(value)); }
+  void async_insert_or_assign(ignore_result_t, K key, V value) {
+    this->template post<assign_op>(std::move(key), std::move(value));
+  }
 
   /// Inserts (key, value), or, if the key is present, runs fn(stored, value) at the owner.
   template <detail::owner_function F>
@@ -105,14 +111,20 @@ class dist_map : public detail::owner_container<K, V, Family> {
   }
 
   std::optional<V> find(const K& key) { return async_find(key).get(); }
-  future<std::optional<V>> async_find(K key) { return this->template call<find_op, std::optional<V>, detail::identity>(std::move(key)); }
+  future<std::optional<V>> async_find(K key) {
+    return this->template call<find_op, std::optional<V>, detail::identity>(std::move(key));
+  }
 
   bool contains(const K& key) { return async_contains(key).get(); }
-  future<bool> async_contains(K key) { return this->template call<contains_op, bool, detail::identity>(std::move(key)); }
+  future<bool> async_contains(K key) {
+    return this->template call<contains_op, bool, detail::identity>(std::move(key));
+  }
 
   /// Removes the key; returns the removed value (nullopt: absent).
   std::optional<V> erase(const K& key) { return async_erase(key).get(); }
-  future<std::optional<V>> async_erase(K key) { return this->template call<erase_op, std::optional<V>, detail::identity>(std::move(key)); }
+  future<std::optional<V>> async_erase(K key) {
+    return this->template call<erase_op, std::optional<V>, detail::identity>(std::move(key));
+  }
   void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
 
   /// Runs fn(V& stored, args...) at the owner if the key is present. Returns whether it was (fn returning void) or

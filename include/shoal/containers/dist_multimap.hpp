@@ -66,7 +66,9 @@ class dist_multimap : public detail::owner_container<K, std::vector<V>, Family> 
   future<std::size_t> async_insert(K key, std::span<const V> vs) {
     return this->template call<append_op, std::size_t, inserted_count>(std::move(key), values(vs.begin(), vs.end()));
   }
-  future<std::size_t> async_insert(K key, const V& v) { return async_insert(std::move(key), std::span<const V>(&v, 1)); }
+  future<std::size_t> async_insert(K key, const V& v) {
+    return async_insert(std::move(key), std::span<const V>(&v, 1));
+  }
   void async_insert(ignore_result_t, K key, std::span<const V> vs) {
     this->template post<append_op>(std::move(key), values(vs.begin(), vs.end()));
   }
@@ -227,7 +229,8 @@ class dist_multimap : public detail::owner_container<K, std::vector<V>, Family> 
     using wire = batch_insert_result;
     static wire apply(engine& t, int, std::vector<K> keys, std::vector<V> vs) {
       batch_insert_result r;
-      for (std::size_t i = 0; i < keys.size(); ++i) r += append_op::apply(t, 0, std::move(keys[i]), values{std::move(vs[i])});
+      for (std::size_t i = 0; i < keys.size(); ++i)
+        r += append_op::apply(t, 0, std::move(keys[i]), values{std::move(vs[i])});
       return r;
     }
   };
