@@ -151,7 +151,7 @@ class byte_reader {
       const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(typename T::value_type);
       need(bytes);
       v.resize(static_cast<std::size_t>(n));
-      std::memcpy(v.data(), pos_, bytes);
+      if (bytes != 0) std::memcpy(v.data(), pos_, bytes);  // an empty vector's data() may be null
       pos_ += bytes;
       return v;
     } else {
