@@ -1,0 +1,122 @@
+// Workloads `kv`, `bsgs` and `scatter`: the applications of the K-V storage and CSE_Hash papers on dist_map.
+//   kv       the K-V paper's speedup table: every (clients, servers) split with clients + servers <= ranks, each
+//            client replaying its own generated trace (--size requests, default 50,000), Mreq/s beside the
+//            1 client x 1 server run of the same process set (the paper's "serial"); and 1 x 1 beside the per-core
+//            replay of the same trace into one local table
+//   bsgs     parallel baby-step giant-step with --size baby steps (default 2^18: C = largest prime below 2^36)
+//            beside the sequential BSGS on one core (same answer checked)
+//   scatter  CSE_Hash's matrix scatter of a random matrix with --size rows (default 50,000, 10 non-zeros per row),
+//            L = 64: dist_multimap barrier time beside MPI_Alltoallv
+#include <cmath>
+#include <optional>
+
+#include "bench.hpp"
+#include "../apps/bsgs/parallel_bsgs.hpp"
+#include "../apps/kv_trace/replay.hpp"
+#include "../apps/matrix_scatter/scatter.hpp"
+
+namespace {
+
+using shoal::bench::better;
+using shoal::bench::context;
+
+void run_kv(context& ctx) {
+  const std::size_t ops = ctx.size_or(50'000);
+  const int np = shoal::size();
+  auto trace_of = [&](int client) { return kv_trace::generate_trace(ops, 1 + static_cast<std::uint64_t>(client)); };
+  // Per-core: one trace into one local table, one core.
+  double core_rate = 0;
+  if (shoal::rank() == 0) {
+    const auto trace = trace_of(0);
+    shoal::local::flat_table<std::uint64_t, std::uint64_t> table;
+    std::size_t wrong = 0;
+    const double t0 = shoal::bench::now();
+    for (const auto& r : trace) {
+      if (r.kind == kv_trace::op_kind::put) table.insert_or_assign(r.key, r.value);
+      else wrong += *table.find(r.key) != r.expected;
+    }
+    core_rate = static_cast<double>(trace.size()) / (shoal::bench::now() - t0) / 1e6;
+    if (wrong) throw shoal::error("kv workload: wrong per-core replay");
+  }
+  core_rate = shoal::broadcast(core_rate);
+  auto measure = [&](int servers, int clients) {
+    ctx.progress(std::to_string(clients) + " clients x " + std::to_string(servers) + " servers");
+    const auto r = kv_trace::run_service<shoal::local::flat>(servers, clients, 100, trace_of);
+    if (r.wrong) throw shoal::error("kv workload: wrong GET answers");
+    return static_cast<double>(r.requests) / r.seconds / 1e6;
+  };
+  if (np == 1) {
+    ctx.report("kv replay 1 client", "co-located", measure(1, 1), "Mreq/s", "per-core replay", core_rate);
+    return;
+  }
+  const double serial = measure(1, 1);
+  ctx.report("kv replay 1 client x 1 server", std::to_string(ops) + " req/client", serial, "Mreq/s",
+             "per-core replay", core_rate);
+  for (int servers = 1; servers < np; ++servers) {
+    for (int clients = 1; clients + servers <= np; ++clients) {
+      if (servers == 1 && clients == 1) continue;
+      ctx.report("kv replay " + std::to_string(clients) + " clients x " + std::to_string(servers) + " servers",
+                 std::to_string(ops) + " req/client", measure(servers, clients), "Mreq/s", "1 client x 1 server",
+                 serial);
+    }
+  }
+}
+
+void run_bsgs(context& ctx) {
+  const std::size_t m = ctx.size_or(std::size_t{1} << 18);
+  const int bits = std::max(8, static_cast<int>(std::ceil(2 * std::log2(static_cast<double>(m)))));
+  const bsgs::u64 c = bsgs::largest_prime_below_power_of_two(std::min(bits, 44));
+  const bsgs::u64 a = 5, b = bsgs::pow_mod(a, c / 2 + 12345, c);
+  ctx.progress("sequential");
+  double seq_rate = 0;
+  std::optional<bsgs::u64> seq_x;
+  if (shoal::rank() == 0) {
+    const double t0 = shoal::bench::now();
+    seq_x = bsgs::solve_sequential(a, b, c);
+    const double seconds = shoal::bench::now() - t0;
+    const bsgs::u64 steps = seq_x ? bsgs::step_count(c) + *seq_x / bsgs::step_count(c) + 1 : 2 * bsgs::step_count(c);
+    seq_rate = static_cast<double>(steps) / seconds / 1e6;
+  }
+  seq_rate = shoal::broadcast(seq_rate);
+  const bsgs::u64 expected = shoal::broadcast(seq_x.value_or(0));
+  ctx.progress("parallel");
+  shoal::barrier();
+  const double t0 = shoal::bench::now();
+  const auto r = bsgs::solve_parallel(a, b, c);
+  const double seconds = shoal::allreduce(shoal::bench::now() - t0, shoal::op::max{});
+  if (!r.x || *r.x != expected || !bsgs::verify(a, b, c, *r.x)) throw shoal::error("bsgs workload: wrong answer");
+  ctx.report("bsgs table operations", "C < 2^" + std::to_string(bits),
+             static_cast<double>(r.operations) / seconds / 1e6, "Mops/s", "sequential BSGS", seq_rate);
+  ctx.report("bsgs time to solve", "C < 2^" + std::to_string(bits), seconds, "s", "sequential BSGS",
+             static_cast<double>(r.operations) / (seq_rate * 1e6), better::lower);
+}
+
+void run_scatter(context& ctx) {
+  const auto rows = static_cast<std::uint32_t>(ctx.size_or(50'000));
+  const auto matrix = matrix_scatter::random_sparse_matrix(rows, rows, 10, 3);
+  shoal::dist_map_options options;
+  options.placement = shoal::key_placement::cyclic;
+  ctx.progress("dist_multimap scatter");
+  shoal::dist_multimap<std::uint32_t, matrix_scatter::column_value> store(options);
+  const auto t = matrix_scatter::scatter_rows(matrix, store, 64);
+  const double barrier = shoal::allreduce(t.barrier, shoal::op::max{});
+  if (!shoal::allreduce(matrix_scatter::verify_rows(matrix, store), shoal::op::min{}))
+    throw shoal::error("scatter workload: wrong rows");
+  ctx.progress("MPI_Alltoallv scatter");
+  double alltoallv = 0;
+  const auto received = matrix_scatter::scatter_alltoallv(matrix, MPI_COMM_WORLD, alltoallv);
+  alltoallv = shoal::allreduce(alltoallv, shoal::op::max{});
+  const double nnz = static_cast<double>(matrix.entries.size());
+  const std::string variant = std::to_string(matrix.entries.size()) + " nnz, L=64";
+  ctx.report("scatter barrier time", variant, barrier / nnz * 1e6, "us/nnz", "MPI_Alltoallv", alltoallv / nnz * 1e6,
+             better::lower);
+  ctx.report("scatter immediate time", variant, t.immediate / nnz * 1e6, "us/nnz", "MPI_Alltoallv",
+             alltoallv / nnz * 1e6, better::lower);
+}
+
+const shoal::bench::registrar reg_kv("kv", "K-V paper speedup table: clients x servers replaying traces", run_kv);
+const shoal::bench::registrar reg_bsgs("bsgs", "parallel BSGS on dist_map vs sequential BSGS", run_bsgs);
+const shoal::bench::registrar reg_scatter("scatter", "CSE_Hash matrix scatter on dist_multimap vs MPI_Alltoallv",
+                                          run_scatter);
+
+}  // namespace

@@ -1,0 +1,286 @@
+// shoal/containers/dist_map.hpp — a distributed hash map whose operations run at the key's owner (CSE_Hash, the
+// K-V storage service). Model: owner computes, on active messages. Placement: distributed over every rank
+// (co-located layout) or over a set of server ranks (service layout, dist_map_options::servers).
+//
+// Every key has one owner rank: XXH3(key) mod owners (or key mod owners with key_placement::cyclic). An operation is
+// one active message to the owner, which applies it to its local table (shoal::local::flat by default, or
+// shoal::local::linear for Litwin linear hashing) and, unless the result is ignored, sends one reply back. Messages
+// to one owner are aggregated into large buffers by the AM layer. Keys and values: any shoal::serializable type.
+//
+// Operations (none collective unless marked):
+//   insert(k, v) -> bool                 inserted (false: key present, value unchanged)
+//   insert_or_assign(k, v) -> bool       inserted (false: assigned)
+//   insert_or_update(k, v, fn) -> bool   inserted, else fn(V& stored, V v) runs at the owner
+//   find(k) -> optional<V>, contains(k) -> bool
+//   erase(k) -> optional<V>              the removed value (CSE_Hash's delete returns what it removed)
+//   update(k, fn, args...)               fn(V&, args...) at the owner: optional<result> (bool if fn returns void)
+//   async_<op>(...) -> future<...>       the same, non-blocking
+//   async_<op>(shoal::ignore_result, ...)   fire-and-forget: completed by wait() / flush(), which report failures
+//   insert_batch(range of (k, v)) -> batch_insert_result, find_batch(keys) / erase_batch(keys) -> vector<optional<V>>
+//                                        (and async_ forms): one message per owner, replies merged in input order
+//   wait()                               completes this rank's operations (CSE_Hash HASH_Wait)
+//   flush()                    COLLECTIVE  completes everyone's (HASH_Flush)
+//   serve() / close()          COLLECTIVE  service layout: servers serve until every client has closed
+//   local_for_each(fn), local_size()     this rank's shard only
+//   for_all(fn), reduce(identity, map, op), size()   COLLECTIVE (flush first)
+//   constructor, destructor    COLLECTIVE (the destructor flushes)
+//
+// Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
+//   single operation, owner remote       M = 2 (request, reply); ignore_result: M = 1
+//   single operation, owner is this rank  M = 0 (runs inline)
+//   batch of n keys over d owners         M = 2d
+//   wait()                                M = 2 per owner addressed since the last wait
+//   flush()                               wait() + B = 1;   for_all / reduce / size: flush() + B = 1 or an allreduce
+// Blocking factor L (dist_map_options::blocking_factor): after L requests the next one first calls wait().
+//
+// Concurrency: any operation may run concurrently with any other (the owner applies them one at a time, in arrival
+// order; from one origin to one owner the order is the issue order). A find issued after an insert by the same
+// rank sees it. Results of local_* calls reflect the operations applied so far.
+//
+// Errors: container_full when an insert does not fit under capacity_per_rank (single forms: from the future;
+// ignore_result forms: from wait / flush; batches return the exact counts instead); remote_error when fn throws at
+// the owner; usage_error for a bad layout or calling serve/close on the wrong ranks.
+//
+//   shoal::dist_map<std::uint64_t, std::string> m;                   // collective
+//   m.insert(42, "answer");
+//   m.async_insert(shoal::ignore_result, 7, "seven");                // fire and forget
+//   m.flush();                                                       // collective: everything is in
+//   std::optional<std::string> v = m.find(7);
+//   m.update(42, [](std::string& s, char c) { s += c; }, '!');       // runs at the owner
+//   auto counts = m.insert_batch(std::vector<std::pair<std::uint64_t, std::string>>{{1, "a"}, {2, "b"}});
+//   std::size_t total = m.size();                                     // collective
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <ranges>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "shoal/containers/detail/owner_table.hpp"
+#include "shoal/local/flat_table.hpp"
+#include "shoal/local/linear_hash_table.hpp"
+
+namespace shoal {
+
+template <serializable K, serializable V, class Family = local::flat>
+  requires hashable<K> && std::equality_comparable<K>
+class dist_map : public detail::owner_container<K, V, Family> {
+  using base = detail::owner_container<K, V, Family>;
+  using typename base::engine;
+  using status = detail::insert_status;
+
+ public:
+  using key_type = K;
+  using mapped_type = V;
+
+  /// Collective.
+  explicit dist_map(const dist_map_options& options = {}) : base(options, "shoal::dist_map") {}
+
+  // ---- single operations -----------------------------------------------------------------------------------------
+
+  bool insert(const K& key, const V& value) { return async_insert(key, value).get(); }
+  future<bool> async_insert(K key, V value) {
+    return this->template call<insert_op, bool, inserted_or_full>(std::move(key), std::move(value));
+  }
+  void async_insert(ignore_result_t, K key, V value) {
+    this->template post<insert_op>(std::move(key), std::move(value));
+  }
+
+  bool insert_or_assign(const K& key, const V& value) { return async_insert_or_assign(key, value).get(); }
+  future<bool> async_insert_or_assign(K key, V value) {
+    return this->template call<assign_op, bool, inserted_or_full>(std::move(key), std::move(value));
+  }
+  void async_insert_or_assign(ignore_result_t, K key, V value) {
+    this->template post<assign_op>(std::move(key), std::move(value));
+  }
+
+  /// Inserts (key, value), or, if the key is present, runs fn(stored, value) at the owner.
+  template <detail::owner_function F>
+  bool insert_or_update(const K& key, const V& value, F fn) {
+    return async_insert_or_update(key, value, fn).get();
+  }
+  template <detail::owner_function F>
+  future<bool> async_insert_or_update(K key, V value, F) {
+    return this->template call<upsert_op<F>, bool, inserted_or_full>(std::move(key), std::move(value));
+  }
+  template <detail::owner_function F>
+  void async_insert_or_update(ignore_result_t, K key, V value, F) {
+    this->template post<upsert_op<F>>(std::move(key), std::move(value));
+  }
+
+  std::optional<V> find(const K& key) { return async_find(key).get(); }
+  future<std::optional<V>> async_find(K key) {
+    return this->template call<find_op, std::optional<V>, detail::identity>(std::move(key));
+  }
+
+  bool contains(const K& key) { return async_contains(key).get(); }
+  future<bool> async_contains(K key) {
+    return this->template call<contains_op, bool, detail::identity>(std::move(key));
+  }
+
+  /// Removes the key; returns the removed value (nullopt: absent).
+  std::optional<V> erase(const K& key) { return async_erase(key).get(); }
+  future<std::optional<V>> async_erase(K key) {
+    return this->template call<erase_op, std::optional<V>, detail::identity>(std::move(key));
+  }
+  void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
+
+  /// Runs fn(V& stored, args...) at the owner if the key is present. Returns whether it was (fn returning void) or
+  /// fn's result (nullopt: absent).
+  template <detail::owner_function F, class... Args>
+  auto update(const K& key, F fn, Args&&... args) {
+    return async_update(key, fn, std::forward<Args>(args)...).get();
+  }
+  template <detail::owner_function F, class... Args>
+  auto async_update(K key, F, Args&&... args) {
+    using op = update_op<F, std::decay_t<Args>...>;
+    return this->template call<op, typename op::wire, detail::identity>(std::move(key), std::forward<Args>(args)...);
+  }
+  template <detail::owner_function F, class... Args>
+  void async_update(ignore_result_t, K key, F, Args&&... args) {
+    this->template post<update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
+  }
+
+  // ---- batches (one message per owner) ---------------------------------------------------------------------------
+
+  /// Inserts every (key, value) of a random-access range of pairs; keys already present keep their value.
+  template <std::ranges::random_access_range Range>
+  batch_insert_result insert_batch(const Range& pairs) {
+    return async_insert_batch(pairs).get();
+  }
+  template <std::ranges::random_access_range Range>
+  future<batch_insert_result> async_insert_batch(const Range& pairs) {
+    return this->template pair_batch<insert_batch_op, V>(pairs);
+  }
+
+  /// The value of every key of a random-access range, in order.
+  template <std::ranges::random_access_range Range>
+  std::vector<std::optional<V>> find_batch(const Range& keys) {
+    return async_find_batch(keys).get();
+  }
+  template <std::ranges::random_access_range Range>
+  future<std::vector<std::optional<V>>> async_find_batch(const Range& keys) {
+    return this->template keyed_batch<find_batch_op>(keys);
+  }
+
+  /// Removes every key of a random-access range; returns the removed values, in order.
+  template <std::ranges::random_access_range Range>
+  std::vector<std::optional<V>> erase_batch(const Range& keys) {
+    return async_erase_batch(keys).get();
+  }
+  template <std::ranges::random_access_range Range>
+  future<std::vector<std::optional<V>>> async_erase_batch(const Range& keys) {
+    return this->template keyed_batch<erase_batch_op>(keys);
+  }
+
+ private:
+  // Operations, applied at the owner.
+  struct insert_op {
+    using wire = status;
+    static wire apply(engine& t, int, K key, V value) {
+      if (t.room() == 0) return t.shard().contains(key) ? status::existing : status::rejected;
+      const bool inserted = t.shard().try_emplace(std::move(key), std::move(value)).second;
+      if (inserted) t.add_entries(1);
+      return inserted ? status::inserted : status::existing;
+    }
+  };
+  struct assign_op {
+    using wire = status;
+    static wire apply(engine& t, int, K key, V value) {
+      if (V* stored = t.shard().find(key)) {
+        *stored = std::move(value);
+        return status::existing;
+      }
+      if (t.room() == 0) return status::rejected;
+      t.shard().try_emplace(std::move(key), std::move(value));
+      t.add_entries(1);
+      return status::inserted;
+    }
+  };
+  template <class F>
+  struct upsert_op {
+    using wire = status;
+    static wire apply(engine& t, int, K key, V value) {
+      if (V* stored = t.shard().find(key)) {
+        F{}(*stored, std::move(value));
+        return status::existing;
+      }
+      return insert_op::apply(t, 0, std::move(key), std::move(value));
+    }
+  };
+  struct find_op {
+    using wire = std::optional<V>;
+    static wire apply(engine& t, int, K key) {
+      const V* v = t.shard().find(key);
+      return v ? wire(*v) : wire();
+    }
+  };
+  struct contains_op {
+    using wire = bool;
+    static wire apply(engine& t, int, K key) { return t.shard().contains(key); }
+  };
+  struct erase_op {
+    using wire = std::optional<V>;
+    static wire apply(engine& t, int, K key) {
+      auto v = t.shard().extract(key);
+      if (v) t.remove_entries(1);
+      return v;
+    }
+  };
+  template <class F, class... Args>
+  struct update_op {
+    using result = std::invoke_result_t<F, V&, Args&...>;
+    using wire = std::conditional_t<std::is_void_v<result>, bool, std::optional<result>>;
+    static wire apply(engine& t, int, K key, Args... args) {
+      V* v = t.shard().find(key);
+      if (!v) return wire{};
+      if constexpr (std::is_void_v<result>) {
+        F{}(*v, args...);
+        return true;
+      } else {
+        return wire(F{}(*v, args...));
+      }
+    }
+  };
+  struct insert_batch_op {
+    using wire = batch_insert_result;
+    static wire apply(engine& t, int, std::vector<K> keys, std::vector<V> values) {
+      batch_insert_result r;
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        switch (insert_op::apply(t, 0, std::move(keys[i]), std::move(values[i]))) {
+          case status::inserted: ++r.inserted; break;
+          case status::existing: ++r.existing; break;
+          case status::rejected: ++r.rejected; break;
+        }
+      }
+      return r;
+    }
+  };
+  template <class Single>
+  struct per_key_batch_op {
+    using wire = std::vector<std::optional<V>>;
+    static wire apply(engine& t, int, std::vector<K> keys) {
+      wire out;
+      out.reserve(keys.size());
+      for (auto& k : keys) out.push_back(Single::apply(t, 0, std::move(k)));
+      return out;
+    }
+  };
+  using find_batch_op = per_key_batch_op<find_op>;
+  using erase_batch_op = per_key_batch_op<erase_op>;
+
+  /// insert_status -> bool, or container_full.
+  struct inserted_or_full {
+    bool operator()(status s) const {
+      if (s == status::rejected) {
+        throw container_full("shoal::dist_map: the insert did not fit: its owner holds capacity_per_rank entries; "
+                             "raise dist_map_options::capacity_per_rank");
+      }
+      return s == status::inserted;
+    }
+  };
+};
+
+}  // namespace shoal

@@ -1,0 +1,264 @@
+// shoal/containers/dist_multimap.hpp — a distributed hash multimap whose operations run at the key's owner: a key
+// holds a sequence of values (CSE_Hash's tables, where one insert stores n values under a key). Model: owner
+// computes, on active messages; the same engine, layouts, options and completion as shoal::dist_map.
+//
+// Operations (none collective unless marked):
+//   insert(k, values) -> size_t          appends the values; returns how many went in (fewer only when the owner
+//                                        reaches capacity_per_rank: CSE_Hash's request size n in, count out)
+//   insert(k, v) -> size_t               the same with one value (1, or 0 when full)
+//   insert_or_assign(k, values) -> bool  replaces the key's values; true when the key was new (container_full when
+//                                        the new values do not fit)
+//   find(k) -> vector<V>                 every value of the key, in insertion order (empty: absent)
+//   count(k) -> size_t, contains(k) -> bool
+//   erase(k) -> vector<V>                removes the key and returns its values (CSE_Hash's delete)
+//   update(k, fn, args...)               fn(std::vector<V>&, args...) at the owner (as dist_map::update)
+//   async_<op>(...) -> future<...>, async_<op>(shoal::ignore_result, ...): as dist_map
+//   insert_batch(range of (k, v)) -> batch_insert_result; find_batch(keys) / erase_batch(keys) -> vector<vector<V>>
+//   wait(), flush(), serve(), close(), local_for_each, local_size (values stored here), for_all, reduce, size:
+//                                        as dist_map (see dist_map.hpp), collective where marked there
+//
+// Cost: as dist_map — a remote operation is M = 2 (M = 1 with ignore_result), a batch 2 per owner, wait() 2 per
+// owner addressed, flush() one barrier more. Values of one key travel together, so a request of n values is one
+// message.
+// Concurrency: as dist_map; the values of a key keep the order in which their inserts reached the owner.
+// Errors: as dist_map.
+//
+//   shoal::dist_multimap<std::uint32_t, double> rows;                // collective
+//   std::vector<double> row = {1.0, 2.0, 3.0};
+//   std::size_t stored = rows.insert(7, row);                         // 3 unless the owner is full
+//   rows.flush();                                                     // collective
+//   std::vector<double> values = rows.erase(7);                       // {1, 2, 3}, and the key is gone
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <ranges>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "shoal/containers/detail/owner_table.hpp"
+#include "shoal/local/flat_table.hpp"
+#include "shoal/local/linear_hash_table.hpp"
+
+namespace shoal {
+
+template <serializable K, serializable V, class Family = local::flat>
+  requires hashable<K> && std::equality_comparable<K>
+class dist_multimap : public detail::owner_container<K, std::vector<V>, Family> {
+  using values = std::vector<V>;
+  using base = detail::owner_container<K, values, Family>;
+  using typename base::engine;
+  using status = detail::insert_status;
+
+ public:
+  using key_type = K;
+  using mapped_type = V;
+
+  /// Collective.
+  explicit dist_multimap(const dist_map_options& options = {}) : base(options, "shoal::dist_multimap") {}
+
+  // ---- single operations -----------------------------------------------------------------------------------------
+
+  std::size_t insert(const K& key, std::span<const V> vs) { return async_insert(key, vs).get(); }
+  std::size_t insert(const K& key, const V& v) { return insert(key, std::span<const V>(&v, 1)); }
+  future<std::size_t> async_insert(K key, std::span<const V> vs) {
+    return this->template call<append_op, std::size_t, inserted_count>(std::move(key), values(vs.begin(), vs.end()));
+  }
+  future<std::size_t> async_insert(K key, const V& v) {
+    return async_insert(std::move(key), std::span<const V>(&v, 1));
+  }
+  void async_insert(ignore_result_t, K key, std::span<const V> vs) {
+    this->template post<append_op>(std::move(key), values(vs.begin(), vs.end()));
+  }
+  void async_insert(ignore_result_t, K key, const V& v) {
+    async_insert(ignore_result, std::move(key), std::span<const V>(&v, 1));
+  }
+
+  bool insert_or_assign(const K& key, std::span<const V> vs) { return async_insert_or_assign(key, vs).get(); }
+  future<bool> async_insert_or_assign(K key, std::span<const V> vs) {
+    return this->template call<assign_op, bool, inserted_or_full>(std::move(key), values(vs.begin(), vs.end()));
+  }
+
+  std::vector<V> find(const K& key) { return async_find(key).get(); }
+  future<std::vector<V>> async_find(K key) {
+    return this->template call<find_op, values, detail::identity>(std::move(key));
+  }
+
+  std::size_t count(const K& key) { return async_count(key).get(); }
+  future<std::size_t> async_count(K key) {
+    return this->template call<count_op, std::size_t, detail::identity>(std::move(key));
+  }
+  bool contains(const K& key) { return count(key) != 0; }
+
+  /// Removes the key; returns its values (empty: absent).
+  std::vector<V> erase(const K& key) { return async_erase(key).get(); }
+  future<std::vector<V>> async_erase(K key) {
+    return this->template call<erase_op, values, detail::identity>(std::move(key));
+  }
+  void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
+
+  /// Runs fn(std::vector<V>& values, args...) at the owner if the key is present; as dist_map::update. Values fn
+  /// adds count against capacity_per_rank after the fact (fn is not refused).
+  template <detail::owner_function F, class... Args>
+  auto update(const K& key, F fn, Args&&... args) {
+    return async_update(key, fn, std::forward<Args>(args)...).get();
+  }
+  template <detail::owner_function F, class... Args>
+  auto async_update(K key, F, Args&&... args) {
+    using op = update_op<F, std::decay_t<Args>...>;
+    return this->template call<op, typename op::wire, detail::identity>(std::move(key), std::forward<Args>(args)...);
+  }
+  template <detail::owner_function F, class... Args>
+  void async_update(ignore_result_t, K key, F, Args&&... args) {
+    this->template post<update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
+  }
+
+  // ---- batches (one message per owner) ---------------------------------------------------------------------------
+
+  /// Appends every (key, value) of a random-access range of pairs.
+  template <std::ranges::random_access_range Range>
+  batch_insert_result insert_batch(const Range& pairs) {
+    return async_insert_batch(pairs).get();
+  }
+  template <std::ranges::random_access_range Range>
+  future<batch_insert_result> async_insert_batch(const Range& pairs) {
+    return this->template pair_batch<insert_batch_op, V>(pairs);
+  }
+
+  /// The values of every key of a random-access range, in order.
+  template <std::ranges::random_access_range Range>
+  std::vector<values> find_batch(const Range& keys) {
+    return async_find_batch(keys).get();
+  }
+  template <std::ranges::random_access_range Range>
+  future<std::vector<values>> async_find_batch(const Range& keys) {
+    return this->template keyed_batch<find_batch_op>(keys);
+  }
+
+  /// Removes every key of a random-access range; returns their values, in order.
+  template <std::ranges::random_access_range Range>
+  std::vector<values> erase_batch(const Range& keys) {
+    return async_erase_batch(keys).get();
+  }
+  template <std::ranges::random_access_range Range>
+  future<std::vector<values>> async_erase_batch(const Range& keys) {
+    return this->template keyed_batch<erase_batch_op>(keys);
+  }
+
+ private:
+  // Operations, applied at the owner.
+  struct append_op {
+    using wire = batch_insert_result;
+    static wire apply(engine& t, int, K key, values vs) {
+      const std::size_t fit = std::min(vs.size(), t.room());
+      batch_insert_result r{fit, 0, vs.size() - fit};
+      if (fit == 0) return r;
+      vs.resize(fit);
+      auto [stored, inserted] = t.shard().try_emplace(std::move(key));
+      if (stored->empty()) *stored = std::move(vs);
+      else stored->insert(stored->end(), std::make_move_iterator(vs.begin()), std::make_move_iterator(vs.end()));
+      t.add_entries(fit);
+      return r;
+    }
+  };
+  struct assign_op {
+    using wire = status;
+    static wire apply(engine& t, int, K key, values vs) {
+      values* stored = t.shard().find(key);
+      const std::size_t old = stored ? stored->size() : 0;
+      if (vs.size() > old && vs.size() - old > t.room()) return status::rejected;
+      t.remove_entries(old);
+      t.add_entries(vs.size());
+      if (stored) {
+        *stored = std::move(vs);
+        return status::existing;
+      }
+      t.shard().try_emplace(std::move(key), std::move(vs));
+      return status::inserted;
+    }
+  };
+  struct find_op {
+    using wire = values;
+    static wire apply(engine& t, int, K key) {
+      const values* v = t.shard().find(key);
+      return v ? *v : values{};
+    }
+  };
+  struct count_op {
+    using wire = std::size_t;
+    static wire apply(engine& t, int, K key) {
+      const values* v = t.shard().find(key);
+      return v ? v->size() : 0;
+    }
+  };
+  struct erase_op {
+    using wire = values;
+    static wire apply(engine& t, int, K key) {
+      auto v = t.shard().extract(key);
+      if (!v) return {};
+      t.remove_entries(v->size());
+      return std::move(*v);
+    }
+  };
+  template <class F, class... Args>
+  struct update_op {
+    using result = std::invoke_result_t<F, values&, Args&...>;
+    using wire = std::conditional_t<std::is_void_v<result>, bool, std::optional<result>>;
+    static wire apply(engine& t, int, K key, Args... args) {
+      values* v = t.shard().find(key);
+      if (!v) return wire{};
+      const std::size_t before = v->size();
+      auto recount = [&] {
+        t.remove_entries(before);
+        t.add_entries(v->size());
+      };
+      if constexpr (std::is_void_v<result>) {
+        F{}(*v, args...);
+        recount();
+        return true;
+      } else {
+        wire out(F{}(*v, args...));
+        recount();
+        return out;
+      }
+    }
+  };
+  struct insert_batch_op {
+    using wire = batch_insert_result;
+    static wire apply(engine& t, int, std::vector<K> keys, std::vector<V> vs) {
+      batch_insert_result r;
+      for (std::size_t i = 0; i < keys.size(); ++i)
+        r += append_op::apply(t, 0, std::move(keys[i]), values{std::move(vs[i])});
+      return r;
+    }
+  };
+  template <class Single>
+  struct per_key_batch_op {
+    using wire = std::vector<values>;
+    static wire apply(engine& t, int, std::vector<K> keys) {
+      wire out;
+      out.reserve(keys.size());
+      for (auto& k : keys) out.push_back(Single::apply(t, 0, std::move(k)));
+      return out;
+    }
+  };
+  using find_batch_op = per_key_batch_op<find_op>;
+  using erase_batch_op = per_key_batch_op<erase_op>;
+
+  struct inserted_count {
+    std::size_t operator()(const batch_insert_result& r) const { return r.inserted; }
+  };
+  struct inserted_or_full {
+    bool operator()(status s) const {
+      if (s == status::rejected) {
+        throw container_full("shoal::dist_multimap: insert_or_assign did not fit: its owner would exceed "
+                             "capacity_per_rank entries; raise dist_map_options::capacity_per_rank");
+      }
+      return s == status::inserted;
+    }
+  };
+};
+
+}  // namespace shoal

@@ -1,0 +1,86 @@
+// shoal/local/flat_table.hpp — open addressing through abseil's flat_hash_map (the K-V storage paper's "flat
+// hashing"), behind the interface of shoal/local/table.hpp.
+//
+// The fastest local table on average (one probe sequence over a flat array with SIMD control bytes). Its growth is
+// by doubling: the insert that crosses the load limit rehashes every entry, so single-insert latency has spikes
+// proportional to the table size (see linear_hash_table for the alternative, and shoal-bench `dist_map`).
+//
+// Cost: find / insert / erase O(1) expected; an insert that doubles the table O(size). Not thread-safe.
+#pragma once
+
+#include <absl/container/flat_hash_map.h>
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <utility>
+
+#include "shoal/local/table.hpp"
+
+namespace shoal::local {
+
+template <class K, class V, class Hash = local_hash<K>, class Eq = std::equal_to<K>>
+class flat_table {
+ public:
+  using key_type = K;
+  using mapped_type = V;
+
+  flat_table() = default;
+
+  std::size_t size() const { return map_.size(); }
+  bool empty() const { return map_.empty(); }
+
+  V* find(const K& key) {
+    auto it = map_.find(key);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  const V* find(const K& key) const {
+    auto it = map_.find(key);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  bool contains(const K& key) const { return map_.contains(key); }
+
+  template <class... Args>
+  std::pair<V*, bool> try_emplace(K key, Args&&... args) {
+    auto [it, inserted] = map_.try_emplace(std::move(key), std::forward<Args>(args)...);
+    return {&it->second, inserted};
+  }
+
+  template <class M>
+  std::pair<V*, bool> insert_or_assign(K key, M&& value) {
+    auto [it, inserted] = map_.insert_or_assign(std::move(key), std::forward<M>(value));
+    return {&it->second, inserted};
+  }
+
+  std::optional<V> extract(const K& key) {
+    auto node = map_.extract(key);
+    if (node.empty()) return std::nullopt;
+    return std::optional<V>(std::move(node.mapped()));
+  }
+
+  bool erase(const K& key) { return map_.erase(key) != 0; }
+
+  void reserve(std::size_t n) { map_.reserve(n); }
+  void clear() { map_.clear(); }
+
+  /// Calls f(const K&, V&) for every entry.
+  template <class F>
+  void for_each(F&& f) {
+    for (auto& [k, v] : map_) f(k, v);
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& [k, v] : map_) f(k, v);
+  }
+
+ private:
+  absl::flat_hash_map<K, V, Hash, Eq> map_;
+};
+
+/// The open-addressing family, for dist_map<K, V, shoal::local::flat> (the default).
+struct flat {
+  template <class K, class V>
+  using table = flat_table<K, V>;
+};
+
+}  // namespace shoal::local

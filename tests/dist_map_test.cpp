@@ -1,0 +1,372 @@
+// dist_map and dist_multimap: random operations against std::unordered_(multi)map oracles, capacity limits with
+// exact partial counts, the service layout, growth under concurrent load, non-trivial key and value types,
+// CSE_Hash completion (wait, flush, blocking factor) and errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shoal/containers/dist_map.hpp"
+#include "shoal/containers/dist_multimap.hpp"
+#include "dist_map_testing.hpp"
+
+namespace {
+
+using u64 = std::uint64_t;
+using shoal::testing::all_ranks;
+
+// Keys of rank r live in [r << 32, (r + 1) << 32): each rank's oracle is exact while its keys go to every owner.
+u64 key_of(int rank, u64 k) { return (static_cast<u64>(rank) << 32) | k; }
+
+template <class Family>
+class dist_map_families : public ::testing::Test {};
+using families = ::testing::Types<shoal::local::flat, shoal::local::linear>;
+TYPED_TEST_SUITE(dist_map_families, families);
+
+TYPED_TEST(dist_map_families, random_operations_match_an_oracle) {
+  shoal::dist_map<u64, u64, TypeParam> m;
+  std::unordered_map<u64, u64> oracle;
+  const int me = shoal::rank();
+  std::mt19937_64 rng(1234 + static_cast<u64>(me));
+  const int rounds = shoal::testing::round_trips(3000);
+  for (int i = 0; i < rounds; ++i) {
+    const u64 key = key_of(me, rng() % 400);
+    const u64 value = rng() % 1000000;
+    switch (rng() % 9) {
+      case 0: ASSERT_EQ(m.insert(key, value), oracle.try_emplace(key, value).second); break;
+      case 1: ASSERT_EQ(m.insert_or_assign(key, value), oracle.insert_or_assign(key, value).second); break;
+      case 2: {
+        auto got = m.find(key);
+        auto it = oracle.find(key);
+        ASSERT_EQ(got.has_value(), it != oracle.end());
+        if (got) ASSERT_EQ(*got, it->second);
+        break;
+      }
+      case 3: {
+        auto got = m.erase(key);
+        auto it = oracle.find(key);
+        ASSERT_EQ(got.has_value(), it != oracle.end());
+        if (got) {
+          ASSERT_EQ(*got, it->second);
+          oracle.erase(it);
+        }
+        break;
+      }
+      case 4: ASSERT_EQ(m.contains(key), oracle.count(key) == 1); break;
+      case 5: {  // fire and forget, then a find that must see it (same origin, same owner: FIFO)
+        m.async_insert_or_assign(shoal::ignore_result, key, value);
+        oracle.insert_or_assign(key, value);
+        ASSERT_EQ(m.async_find(key).get(), std::optional<u64>(value));
+        break;
+      }
+      case 6: {  // update in place at the owner, returning the new value
+        auto got = m.update(key, [](u64& v, u64 add) { return v += add; }, u64{3});
+        auto it = oracle.find(key);
+        ASSERT_EQ(got.has_value(), it != oracle.end());
+        if (got) ASSERT_EQ(*got, it->second += 3);
+        break;
+      }
+      case 7: {  // keep the minimum
+        auto inserted = m.insert_or_update(key, value, [](u64& stored, u64 v) { stored = std::min(stored, v); });
+        auto [it, fresh] = oracle.try_emplace(key, value);
+        if (!fresh) it->second = std::min(it->second, value);
+        ASSERT_EQ(inserted, fresh);
+        break;
+      }
+      default: {  // a batch: inserts, then finds of a mix of present and absent keys
+        std::vector<std::pair<u64, u64>> pairs;
+        for (int j = 0; j < 8; ++j) pairs.emplace_back(key_of(me, rng() % 400), rng());
+        std::sort(pairs.begin(), pairs.end());
+        pairs.erase(std::unique(pairs.begin(), pairs.end(),
+                                [](const auto& a, const auto& b) { return a.first == b.first; }),
+                    pairs.end());
+        shoal::batch_insert_result expect;
+        for (auto& [k, v] : pairs) (oracle.try_emplace(k, v).second ? expect.inserted : expect.existing)++;
+        ASSERT_EQ(m.insert_batch(pairs), expect);
+        std::vector<u64> keys;
+        for (int j = 0; j < 8; ++j) keys.push_back(key_of(me, rng() % 400));
+        auto found = m.find_batch(keys);
+        ASSERT_EQ(found.size(), keys.size());
+        for (std::size_t j = 0; j < keys.size(); ++j) {
+          auto it = oracle.find(keys[j]);
+          ASSERT_EQ(found[j].has_value(), it != oracle.end());
+          if (found[j]) ASSERT_EQ(*found[j], it->second);
+        }
+      }
+    }
+  }
+  // Everything, everywhere: every rank's entries equal the union of the oracles.
+  EXPECT_EQ(m.size(), shoal::allreduce(oracle.size(), shoal::op::sum{}));
+  u64 mine = 0;
+  auto mix = [](const u64& k, const u64& v) -> u64 { return k ^ (v * u64{0x9e3779b97f4a7c15}); };
+  for (auto& [k, v] : oracle) mine += mix(k, v);
+  const u64 stored = m.reduce(u64{0}, mix, shoal::op::sum{});
+  EXPECT_EQ(stored, shoal::allreduce(mine, shoal::op::sum{}));
+  std::size_t misplaced = 0;
+  m.for_all([&](const u64& k, u64&) { misplaced += m.owner(k) != shoal::rank(); });
+  EXPECT_EQ(misplaced, 0u);
+  // erase_batch returns what it removed, and removes it.
+  std::vector<u64> keys;
+  for (auto& [k, v] : oracle) keys.push_back(k);
+  auto removed = m.erase_batch(keys);
+  for (std::size_t j = 0; j < keys.size(); ++j) ASSERT_EQ(removed[j], std::optional<u64>(oracle[keys[j]]));
+  EXPECT_EQ(m.size(), 0u);
+}
+
+TYPED_TEST(dist_map_families, multimap_random_operations_match_an_oracle) {
+  shoal::dist_multimap<u64, u64, TypeParam> m;
+  std::map<u64, std::vector<u64>> oracle;  // values in insertion order
+  const int me = shoal::rank();
+  std::mt19937_64 rng(99 + static_cast<u64>(me));
+  const int rounds = shoal::testing::round_trips(2000);
+  for (int i = 0; i < rounds; ++i) {
+    const u64 key = key_of(me, rng() % 100);
+    switch (rng() % 6) {
+      case 0: {
+        std::vector<u64> vs(1 + rng() % 8);  // CSE_Hash request sizes 1..8
+        for (auto& v : vs) v = rng() % 1000;
+        ASSERT_EQ(m.insert(key, vs), vs.size());
+        auto& o = oracle[key];
+        o.insert(o.end(), vs.begin(), vs.end());
+        break;
+      }
+      case 1: {
+        const u64 v = rng() % 1000;
+        m.async_insert(shoal::ignore_result, key, v);
+        oracle[key].push_back(v);
+        break;
+      }
+      case 2: {
+        auto it = oracle.find(key);
+        ASSERT_EQ(m.find(key), it == oracle.end() ? std::vector<u64>{} : it->second);
+        ASSERT_EQ(m.count(key), it == oracle.end() ? 0u : it->second.size());
+        break;
+      }
+      case 3: {
+        auto it = oracle.find(key);
+        ASSERT_EQ(m.erase(key), it == oracle.end() ? std::vector<u64>{} : it->second);
+        if (it != oracle.end()) oracle.erase(it);
+        break;
+      }
+      case 4: {
+        std::vector<u64> vs{rng() % 1000, rng() % 1000};
+        ASSERT_EQ(m.insert_or_assign(key, vs), oracle.count(key) == 0);
+        oracle[key] = vs;
+        break;
+      }
+      default: {
+        auto n = m.update(key, [](std::vector<u64>& vs) {
+          if (!vs.empty()) vs.pop_back();
+          return vs.size();
+        });
+        auto it = oracle.find(key);
+        ASSERT_EQ(n.has_value(), it != oracle.end());
+        if (it != oracle.end()) {
+          if (!it->second.empty()) it->second.pop_back();
+          ASSERT_EQ(*n, it->second.size());
+        }
+      }
+    }
+  }
+  std::size_t values = 0;
+  for (auto& [k, vs] : oracle) values += vs.size();
+  EXPECT_EQ(m.size(), shoal::allreduce(values, shoal::op::sum{}));
+  std::vector<u64> keys;
+  for (auto& [k, vs] : oracle) keys.push_back(k);
+  auto found = m.find_batch(keys);
+  for (std::size_t j = 0; j < keys.size(); ++j) ASSERT_EQ(found[j], oracle[keys[j]]);
+  m.flush();
+}
+
+TEST(dist_map, capacity_limit_reports_exact_counts) {
+  constexpr std::size_t capacity = 50;
+  shoal::dist_map_options options;
+  options.capacity_per_rank = capacity;
+  shoal::dist_map<u64, u64> m(options);
+  const int me = shoal::rank(), np = shoal::size();
+  // Every rank offers 200 distinct keys at once; each owner takes exactly min(capacity, keys offered to it).
+  std::vector<std::pair<u64, u64>> pairs;
+  for (u64 k = 0; k < 200; ++k) pairs.emplace_back(key_of(me, k), k);
+  auto r = m.insert_batch(pairs);
+  EXPECT_EQ(r.inserted + r.rejected, pairs.size());
+  EXPECT_EQ(r.existing, 0u);
+  std::vector<u64> offered(static_cast<std::size_t>(np), 0);
+  for (int rank = 0; rank < np; ++rank)
+    for (u64 k = 0; k < 200; ++k) ++offered[static_cast<std::size_t>(m.owner(key_of(rank, k)))];
+  u64 expected = 0;
+  for (u64 o : offered) expected += std::min<u64>(o, capacity);
+  EXPECT_EQ(shoal::allreduce(static_cast<u64>(r.inserted), shoal::op::sum{}), expected);
+  m.flush();
+  EXPECT_EQ(m.local_size(), std::min<u64>(offered[static_cast<std::size_t>(me)], capacity));
+  EXPECT_EQ(m.size(), expected);
+  // Once everyone is full (at 200 keys per rank every owner is offered more than 50), every further insert of a
+  // new key is refused: by the future, and by wait() for fire-and-forget inserts.
+  const bool all_full = shoal::allreduce(static_cast<int>(m.local_size() == capacity), shoal::op::min{}) == 1;
+  ASSERT_TRUE(all_full);
+  EXPECT_THROW(m.insert(key_of(me, 1000), 1), shoal::container_full);
+  m.async_insert(shoal::ignore_result, key_of(me, 1001), 1);
+  m.async_insert(shoal::ignore_result, key_of(me, 1002), 1);
+  try {
+    m.wait();
+    ADD_FAILURE() << "wait() did not report the rejected inserts";
+  } catch (const shoal::container_full& e) {
+    EXPECT_NE(std::string(e.what()).find("2 insert(s)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("capacity_per_rank"), std::string::npos);
+  }
+  m.flush();  // nobody erases (below) while another rank still expects every owner to be full
+  // Erasing makes room again on that owner.
+  const u64 stored_key = [&] {
+    std::vector<u64> keys;
+    for (auto& p : pairs) keys.push_back(p.first);
+    auto found = m.find_batch(keys);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (found[i]) return keys[i];
+    return u64{0};
+  }();
+  const bool any_stored = r.inserted > 0;
+  if (any_stored) {
+    ASSERT_TRUE(m.erase(stored_key).has_value());
+    m.wait();
+  }
+  m.flush();
+  EXPECT_EQ(m.size(), expected - shoal::allreduce(static_cast<u64>(any_stored), shoal::op::sum{}));
+}
+
+TEST(dist_multimap, partial_insert_returns_how_many_values_went_in) {
+  shoal::dist_map_options options;
+  options.capacity_per_rank = 5;
+  shoal::dist_multimap<u64, int> m(options);
+  if (shoal::rank() == 0) {
+    const std::vector<int> eight{1, 2, 3, 4, 5, 6, 7, 8};
+    EXPECT_EQ(m.insert(42, eight), 5u);
+    EXPECT_EQ(m.insert(42, 9), 0u);
+    EXPECT_EQ(m.find(42), (std::vector<int>{1, 2, 3, 4, 5}));
+    EXPECT_EQ(m.erase(42), (std::vector<int>{1, 2, 3, 4, 5}));
+    EXPECT_EQ(m.insert(42, eight), 5u);
+    m.async_insert(shoal::ignore_result, 42, std::span<const int>(eight));
+    EXPECT_THROW(m.wait(), shoal::container_full);
+  }
+  m.flush();
+  EXPECT_EQ(m.size(), 5u);
+}
+
+TEST(dist_map, service_layout_servers_answer_clients) {
+  const int np = shoal::size();
+  shoal::dist_map_options options;
+  const int servers = np == 1 ? 1 : (np + 1) / 2;
+  for (int s = 0; s < servers; ++s) options.servers.push_back(np - 1 - s);  // the last ranks serve
+  shoal::dist_multimap<std::string, u64> store(options);
+  const int me = shoal::rank();
+  u64 checked = 0, put = 0;
+  if (store.is_owner()) {
+    EXPECT_THROW(store.close(), shoal::usage_error);
+    store.serve();
+  } else {
+    EXPECT_THROW(store.serve(), shoal::usage_error);
+    std::unordered_map<std::string, std::vector<u64>> oracle;
+    std::mt19937_64 rng(static_cast<u64>(me));
+    for (int i = 0; i < shoal::testing::round_trips(1500); ++i) {
+      const std::string key = "client" + std::to_string(me) + "/" + std::to_string(rng() % 50);
+      if (rng() % 3 != 0) {
+        const u64 v = rng();
+        store.async_insert(shoal::ignore_result, key, v);
+        oracle[key].push_back(v);
+        ++put;
+      } else {
+        ASSERT_EQ(store.find(key), oracle[key]);
+        ++checked;
+        EXPECT_NE(store.owner(key), me);
+      }
+    }
+    store.close();
+  }
+  // Clients store nothing; the servers hold every value the clients put.
+  if (!store.is_owner()) EXPECT_EQ(store.local_size(), 0u);
+  EXPECT_EQ(store.size(), shoal::allreduce(put, shoal::op::sum{}));
+  EXPECT_EQ(shoal::allreduce(checked, shoal::op::sum{}) > 0, np > 1);
+}
+
+TEST(dist_map, grows_under_concurrent_load) {
+  shoal::dist_map<u64, u64, shoal::local::linear> m;
+  const int me = shoal::rank();
+  const u64 n = static_cast<u64>(shoal::testing::round_trips(20000));
+  for (u64 k = 0; k < n; ++k) m.async_insert(shoal::ignore_result, key_of(me, k), k * 7);
+  m.flush();
+  EXPECT_EQ(m.size(), n * static_cast<u64>(shoal::size()));
+  std::vector<u64> keys;
+  for (u64 k = 0; k < n; ++k) keys.push_back(key_of((me + 1) % shoal::size(), k));
+  auto found = m.find_batch(keys);
+  u64 wrong = 0;
+  for (u64 k = 0; k < n; ++k) wrong += found[k] != std::optional<u64>(k * 7);
+  EXPECT_EQ(wrong, 0u);
+  m.flush();
+}
+
+TEST(dist_map, non_trivial_keys_and_values) {
+  shoal::dist_map<std::string, std::vector<std::string>> m;
+  const int me = shoal::rank();
+  const std::string mine = "rank-" + std::to_string(me);
+  for (int i = 0; i < 50; ++i) m.insert(mine + "-" + std::to_string(i), {mine, std::to_string(i)});
+  m.update(mine + "-0", [](std::vector<std::string>& v, std::string extra) { v.push_back(extra); }, std::string("x"));
+  m.flush();
+  const std::string peer = "rank-" + std::to_string((me + 1) % shoal::size());
+  EXPECT_EQ(m.find(peer + "-7"), (std::optional<std::vector<std::string>>({peer, "7"})));
+  EXPECT_EQ(m.find(peer + "-0"), (std::optional<std::vector<std::string>>({peer, "0", "x"})));
+  EXPECT_FALSE(m.find(peer + "-50").has_value());
+  EXPECT_EQ(m.size(), 50u * static_cast<std::size_t>(shoal::size()));
+  m.flush();
+}
+
+TEST(dist_map, blocking_factor_and_cyclic_placement) {
+  shoal::dist_map_options options;
+  options.blocking_factor = 3;
+  options.placement = shoal::key_placement::cyclic;
+  shoal::dist_multimap<u64, double> rows(options);
+  const int np = shoal::size();
+  for (u64 r = 0; r < 20; ++r) EXPECT_EQ(rows.owner(r), static_cast<int>(r % static_cast<u64>(np)));
+  if (shoal::rank() == 0) {
+    for (u64 r = 0; r < 200; ++r) {
+      const std::vector<double> row{static_cast<double>(r), 0.5};
+      rows.async_insert(shoal::ignore_result, r, std::span<const double>(row));
+    }
+  }
+  rows.flush();
+  std::size_t wrong = 0;
+  rows.local_for_each([&](const u64& r, std::vector<double>& vs) {
+    wrong += (r % static_cast<u64>(np)) != static_cast<u64>(shoal::rank());
+    wrong += vs != std::vector<double>{static_cast<double>(r), 0.5};
+  });
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(rows.size(), 400u);
+  shoal::dist_map_options bad;
+  bad.placement = shoal::key_placement::cyclic;
+  EXPECT_THROW((shoal::dist_map<std::string, int>(bad)), shoal::usage_error);
+}
+
+TEST(dist_map, errors_at_the_owner_come_back) {
+  shoal::dist_map<u64, u64> m;
+  const int me = shoal::rank();
+  const u64 key = key_of(me, 1);
+  m.insert(key, 1);
+  auto thrower = [](u64& v) {
+    if (v == 1) throw std::runtime_error("value one refused");
+  };
+  try {
+    m.update(key, thrower);
+    ADD_FAILURE() << "no error";
+  } catch (const shoal::error& e) {
+    EXPECT_NE(std::string(e.what()).find("value one refused"), std::string::npos);
+  }
+  const u64 remote_key = key_of(me, 2);
+  m.insert(remote_key, 1);
+  m.async_update(shoal::ignore_result, remote_key, thrower);
+  EXPECT_THROW(m.wait(), shoal::error);
+  m.flush();
+}
+
+}  // namespace
