@@ -288,6 +288,13 @@ TEST(Collectives, AllreduceBuiltinAndUserOps) {
   EXPECT_EQ(shoal::allreduce(me(), shoal::op::max{}), np() - 1);
   EXPECT_DOUBLE_EQ(shoal::allreduce(0.5 * me(), shoal::op::sum{}), 0.25 * np() * (np() - 1));
   EXPECT_EQ(shoal::allreduce(std::uint64_t{1} << me(), shoal::op::bit_or{}), (std::uint64_t{1} << np()) - 1);
+  // Unsigned order above 2^63 / 2^31 (MPICH 4.0.2's built-in MIN/MAX get this wrong; shoal must not).
+  const std::uint64_t big = me() == 0 ? 5 : ~std::uint64_t{0} - static_cast<std::uint64_t>(me());
+  EXPECT_EQ(shoal::allreduce(big, shoal::op::min{}), std::uint64_t{5});
+  EXPECT_EQ(shoal::allreduce(big, shoal::op::max{}), np() == 1 ? std::uint64_t{5} : ~std::uint64_t{0} - 1);
+  const std::uint32_t big32 = me() == 0 ? 7u : 0xFFFFFFF0u;
+  EXPECT_EQ(shoal::allreduce(big32, shoal::op::min{}), 7u);
+  EXPECT_EQ(shoal::allreduce(big32, shoal::op::max{}), np() == 1 ? 7u : 0xFFFFFFF0u);
   // A user operation on a trivially copyable struct: the location of the minimum.
   min_loc mine{100.0 - me(), me()};
   auto lowest = shoal::allreduce(mine, [](const min_loc& a, const min_loc& b) { return a.value <= b.value ? a : b; });

@@ -28,8 +28,7 @@ struct parallel_result {
 
 template <class Family = shoal::local::flat>
 parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14) {
-  // "No match" for the allreduce(min): below 2^63, because MPICH 4.0's MPI_MIN on MPI_UINT64_T compares as signed.
-  constexpr u64 none = static_cast<u64>(std::numeric_limits<std::int64_t>::max());
+  constexpr u64 none = std::numeric_limits<u64>::max();  // "no match" for the allreduce(min)
   const u64 m = step_count(c);
   const auto me = static_cast<u64>(shoal::rank());
   const auto np = static_cast<u64>(shoal::size());

@@ -146,7 +146,10 @@ class team {
     check_collective("allreduce");
     T out{};
     MPI_Request req;
-    if constexpr (detail::has_mpi_type<T>) {
+    // MPICH 4.0.2 compares MPI_UINT32_T / MPI_UINT64_T as signed in MPI_MIN / MPI_MAX (min(5, 2^64-1) = 2^64-1),
+    // so unsigned minima and maxima take the user-operation path, which is right on every MPI.
+    constexpr bool unsigned_order = std::is_unsigned_v<T> && (std::is_same_v<Op, op::min> || std::is_same_v<Op, op::max>);
+    if constexpr (detail::has_mpi_type<T> && !unsigned_order) {
       MPI_Op mop = detail::builtin_mpi_op<Op>();
       if (mop != MPI_OP_NULL) {
         SHOAL_MPI(MPI_Iallreduce(&value, &out, 1, detail::mpi_type<T>(), mop, comm_, &req));
