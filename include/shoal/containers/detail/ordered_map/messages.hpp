@@ -47,6 +47,7 @@ inline constexpr std::uint8_t via_shortcut = 2;   // entered at a shortcut, not 
 inline constexpr std::uint8_t min_target = 4;     // an erase of the target node's min key (Figure 7b)
 inline constexpr std::uint8_t hi_inclusive = 8;  // range part [key, hi] rather than [key, hi)
 inline constexpr std::uint8_t continued = 16;     // lower_bound / successor continued from the previous node
+inline constexpr std::uint8_t node_removal = 32;  // internal erase that unlinks an emptied node, never a key
 }  // namespace flag
 
 /// A request: one operation of one client, or one part of a range query.

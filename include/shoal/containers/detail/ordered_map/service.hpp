@@ -212,9 +212,17 @@ class service {
     K cursor{};
   };
 
-  struct channel {
-    int pending = 0;  // fence acks still expected (negative: acks that came before the hand-over was known)
-    std::deque<message_type> queue;
+  /// The outgoing messages of one node while it waits for fences. One FIFO for all its successors: a message held
+  /// for one successor must also hold back the node's later messages to other successors, since a later request
+  /// can reach the first successor through another (a lower_bound / successor continuing on level 0).
+  struct sender_outbox {
+    absl::flat_hash_map<node_ref, int> pending;  // per successor: fence acks still expected (negative: acks that
+                                                 // came before the hand-over was known)
+    std::deque<std::pair<node_ref, message_type>> queue;
+    bool holds(const node_ref& dest) const {
+      auto it = pending.find(dest);
+      return it != pending.end() && it->second > 0;
+    }
   };
 
   static double clock_now() {
@@ -233,11 +241,12 @@ class service {
     if (++unflushed_ > opt_.asynchrony) flush();
   }
 
-  /// A message from node `from` to node `dest`: held while `from` waits for a fence on that channel.
+  /// A message from node `from` to node `dest`: held while `from` waits for a fence on that channel, or while it
+  /// holds earlier messages to any node.
   void send_from(const node_ref& from, const node_ref& dest, message_type&& m) {
-    auto it = outbox_.find(std::pair{from, dest});
-    if (it != outbox_.end() && it->second.pending > 0) {
-      it->second.queue.push_back(std::move(m));
+    auto it = outbox_.find(from);
+    if (it != outbox_.end() && (!it->second.queue.empty() || it->second.holds(dest))) {
+      it->second.queue.emplace_back(dest, std::move(m));
       return;
     }
     post(dest.rank, std::move(m));
@@ -246,22 +255,25 @@ class service {
   void expect_fence(const node_ref& from, const node_ref& dest) { adjust_fence(from, dest, +1); }
 
   void adjust_fence(const node_ref& from, const node_ref& dest, int delta) {
-    auto& ch = outbox_[std::pair{from, dest}];
-    ch.pending += delta;
-    if (ch.pending > 0) return;
-    auto queue = std::move(ch.queue);
-    if (ch.pending == 0) outbox_.erase(std::pair{from, dest});
-    for (auto& m : queue) post(dest.rank, std::move(m));
+    auto& box = outbox_[from];
+    if ((box.pending[dest] += delta) == 0) box.pending.erase(dest);
+    // Release in send order, up to the first message whose successor still waits for a fence.
+    while (!box.queue.empty() && !box.holds(box.queue.front().first)) {
+      auto [to, m] = std::move(box.queue.front());
+      box.queue.pop_front();
+      post(to.rank, std::move(m));
+    }
+    if (box.queue.empty() && box.pending.empty()) outbox_.erase(from);
   }
 
   /// A fence is needed when the new sender is on another rank than the old one and the old one's requests to `dest`
   /// may still be on the way (it is not on dest's rank, where they were handled at once) — or when the old sender
-  /// still holds messages to `dest` (waiting for a fence of its own), which the new one must not overtake.
+  /// still holds messages (waiting for a fence of its own), which the new one must not overtake.
   bool needs_fence(const node_ref& old_sender, const node_ref& new_sender, const node_ref& dest) const {
     if (!dest.valid()) return false;
     if (old_sender.rank != new_sender.rank && old_sender.rank != dest.rank) return true;
-    auto it = outbox_.find(std::pair{old_sender, dest});
-    return it != outbox_.end() && it->second.pending > 0;
+    auto it = outbox_.find(old_sender);
+    return it != outbox_.end() && !it->second.queue.empty();
   }
 
   void hand_over(const node_ref& old_sender, const node_ref& new_sender, const node_ref& dest) {
@@ -394,7 +406,7 @@ class service {
       }
       case op_kind::insert: return local_insert(x, std::move(r));
       case op_kind::erase: {
-        const bool found = x.erase(r.key);
+        const bool found = !r.has(flag::node_removal) && x.erase(r.key);
         return post_reply(reply_for(r, found ? status::ok : status::absent));
       }
       case op_kind::lower_bound:
@@ -583,15 +595,31 @@ class service {
     settle(*mk);
   }
 
+  /// Finishes what waits for markers: a split's key hand-off and a min-key delete. A marker only says its sender's
+  /// earlier requests have *arrived*; they may still sit in this node's held queue (it was held back when they came),
+  /// behind the parked operation. So both wait until the node is free and its held queue is empty: in total order
+  /// nothing reaches the node from a waiting predecessor after its marker, so every held request came first.
   void settle(node_type& x) {
-    if (!x.parked_split || x.held_back() || !x.held.empty()) return;
-    const auto id = std::pair{x.parked_split->client, x.parked_split->seq};
-    auto it = markers_.find(id);
-    if ((it == markers_.end() ? 0 : it->second) < x.parked_split->markers) return;
+    if (x.held_back() || !x.held.empty()) return;
+    if (x.parked_split && markers_arrived(x.parked_split->client, x.parked_split->seq, x.parked_split->markers)) {
+      auto take = std::move(*x.parked_split);
+      x.parked_split.reset();
+      give_lower_half(&x, take);
+    }
+    if (x.parked_delete && markers_arrived(x.parked_delete->client, x.parked_delete->seq,
+                                           static_cast<int>(x.parked_delete->waiters.size()))) {
+      auto r = std::move(*x.parked_delete);
+      x.parked_delete.reset();
+      finish_min_delete(x, std::move(r));  // may free x: last
+    }
+  }
+
+  /// True (and forgets the count) once `expected` markers of operation (client, seq) have arrived.
+  bool markers_arrived(std::int32_t client, std::uint64_t seq, int expected) {
+    auto it = markers_.find(std::pair{client, seq});
+    if ((it == markers_.end() ? 0 : it->second) < expected) return false;
     if (it != markers_.end()) markers_.erase(it);
-    auto take = std::move(*x.parked_split);
-    x.parked_split.reset();
-    give_lower_half(&x, take);
+    return true;
   }
 
   void give_lower_half(node_type* mk, split_take<K, V>& m) {
@@ -640,9 +668,13 @@ class service {
     board_.post(n.min, n.self, n.height());
     if (n.keys.empty()) {
       // The marked node was deleted before the split reached it: this node is a zombie with nothing to hold, and
-      // removes itself with a delete of its own min key (unlinked level by level, like any emptied node).
+      // removes itself with a delete of its own min key (unlinked level by level, like any emptied node). It is a
+      // node removal, not an erase: by the time it passes, a client may have inserted that key again (into this node
+      // or, if this node's min moved up, into its predecessor), and that key must stay. If this node is no longer
+      // empty when the removal reaches it, it only refreshes its min key.
       request_type r;
       r.op = op_kind::erase;
+      r.set(flag::node_removal);
       r.client = me_;
       r.seq = next_internal_seq_++;
       r.key = n.min;
@@ -681,35 +713,15 @@ class service {
   void handle(marker& m) {
     node_type* t = manager_.get(m.target);
     if (t == nullptr) return;
-    const auto id = std::pair{m.client, m.seq};
-    const int count = ++markers_[id];
-    if (t->parked_split) settle(*t);
-    if (!t->parked_delete) return;
-    auto& parked = *t->parked_delete;
-    if (parked.client != m.client || parked.seq != m.seq || count < static_cast<int>(parked.waiters.size())) return;
-    auto r = std::move(parked);
-    t->parked_delete.reset();
-    if (t->held_back()) {
-      // Busy (a split waits for a free node): the delete runs after the requests held so far, which came first.
-      t->held.push_back(std::move(r));
-      return;
-    }
-    markers_.erase(id);
-    const node_ref ref = t->self;
-    finish_min_delete(*t, std::move(r));
-    drain(ref);
+    ++markers_[std::pair{m.client, m.seq}];
+    settle(*t);
   }
 
   void min_target_arrived(node_type& t, request_type&& r) {
-    const auto id = std::pair{r.client, r.seq};
-    auto it = markers_.find(id);
-    if (it == markers_.end() || it->second < static_cast<int>(r.waiters.size())) {
-      // Earlier requests of the waiting predecessors may still be on their way here: they go first.
-      t.parked_delete = std::move(r);
-      return;
-    }
-    markers_.erase(it);
-    finish_min_delete(t, std::move(r));
+    // Earlier requests of the waiting predecessors may still be on their way here, or held here behind this delete:
+    // they go first (settle).
+    t.parked_delete = std::move(r);
+    settle(t);
   }
 
   void finish_min_delete(node_type& t, request_type&& r) {
@@ -718,7 +730,7 @@ class service {
       for (const auto& w : r.waiters) post(w.node.rank, set_link<K>{w.node, w.level, t.self, t.min, false, true, false});
       return send_back(std::move(r));
     }
-    const bool found = t.erase(r.key);
+    const bool found = !r.has(flag::node_removal) && t.erase(r.key);
     if (t.keys.empty() && !t.is_head) {
       unlink_and_free(t, r);
     } else {
@@ -770,7 +782,7 @@ class service {
   /// A request that cannot go on where it is returns to its client, which re-enters it at the head.
   void send_back(request_type&& r) {
     ++stats_.bounces;
-    r.flags &= static_cast<std::uint8_t>(flag::hi_inclusive);
+    r.flags &= static_cast<std::uint8_t>(flag::hi_inclusive | flag::node_removal);
     r.waiters.clear();
     r.head_stamp = 0;
     const int to = r.client;
@@ -893,7 +905,7 @@ class service {
   bool pumping_ = false;
   std::size_t unflushed_ = 0;
   std::uint64_t head_stamp_ = 0;
-  absl::flat_hash_map<std::pair<node_ref, node_ref>, channel> outbox_;
+  absl::flat_hash_map<node_ref, sender_outbox> outbox_;
   absl::flat_hash_map<std::pair<std::int32_t, std::uint64_t>, int> markers_;
   absl::flat_hash_map<node_ref, pending_split> split_heights_;
   service_stats stats_;
