@@ -12,7 +12,8 @@ foreach(reject capturing_lambda unsendable_argument)
   target_link_libraries(am_rejects_${reject} PRIVATE shoal::shoal)
   add_test(NAME am.rejects_${reject}
            COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target am_rejects_${reject})
-  set_tests_properties(am.rejects_${reject} PROPERTIES TIMEOUT 120 LABELS am)
+  # Both tests drive the build system of this build tree: one at a time.
+  set_tests_properties(am.rejects_${reject} PROPERTIES TIMEOUT 120 LABELS am RESOURCE_LOCK shoal_build_tree)
 endforeach()
 set_tests_properties(am.rejects_capturing_lambda PROPERTIES PASS_REGULAR_EXPRESSION "lambda WITHOUT captures")
 set_tests_properties(am.rejects_unsendable_argument PROPERTIES
