@@ -33,6 +33,7 @@ H AbslHashValue(H h, const node_ref& r) {
 struct waiter {
   node_ref node;
   std::int32_t level = 0;
+  node_ref target;  // the node it waits for (its next node on that level, whose min key is the deleted key)
 };
 
 enum class op_kind : std::uint8_t { find, insert, erase, lower_bound, successor, range, split };

@@ -27,6 +27,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -357,7 +358,7 @@ class service {
       if (r.op == op_kind::erase && l.has_next() && l.next_min == r.key) {
         // Figure 7(b): the next node's min key is deleted; this level waits until the delete has finished there.
         ++x.waiting_levels;
-        r.waiters.push_back({x.self, lvl});
+        r.waiters.push_back({x.self, lvl, l.next});
         send_from(x.self, l.next, marker{l.next, r.client, r.seq});
         if (lvl == 0) {
           r.set(flag::min_target);
@@ -369,7 +370,7 @@ class service {
         const link<K> old = link_new_node(x, lvl, r);
         if (old.next == r.marked) {
           // Requests this level sent to the marked node must reach it before it hands keys to the new node.
-          r.waiters.push_back({x.self, lvl});
+          r.waiters.push_back({x.self, lvl, r.marked});
           send_from(x.self, r.marked, marker{r.marked, r.client, r.seq});
         }
         if (lvl == 0) return finish_split_link(x, old, r);
@@ -601,22 +602,23 @@ class service {
   /// nothing reaches the node from a waiting predecessor after its marker, so every held request came first.
   void settle(node_type& x) {
     if (x.held_back() || !x.held.empty()) return;
-    if (x.parked_split && markers_arrived(x.parked_split->client, x.parked_split->seq, x.parked_split->markers)) {
+    if (x.parked_split &&
+        markers_arrived(x.parked_split->client, x.parked_split->seq, x.self, x.parked_split->markers)) {
       auto take = std::move(*x.parked_split);
       x.parked_split.reset();
       give_lower_half(&x, take);
     }
-    if (x.parked_delete && markers_arrived(x.parked_delete->client, x.parked_delete->seq,
-                                           static_cast<int>(x.parked_delete->waiters.size()))) {
+    if (x.parked_delete && markers_arrived(x.parked_delete->client, x.parked_delete->seq, x.self,
+                                           waiting_for(*x.parked_delete, x.self))) {
       auto r = std::move(*x.parked_delete);
       x.parked_delete.reset();
       finish_min_delete(x, std::move(r));  // may free x: last
     }
   }
 
-  /// True (and forgets the count) once `expected` markers of operation (client, seq) have arrived.
-  bool markers_arrived(std::int32_t client, std::uint64_t seq, int expected) {
-    auto it = markers_.find(std::pair{client, seq});
+  /// True (and forgets the count) once `expected` markers of operation (client, seq) have arrived at `target`.
+  bool markers_arrived(std::int32_t client, std::uint64_t seq, const node_ref& target, int expected) {
+    auto it = markers_.find(std::tuple{client, seq, target});
     if ((it == markers_.end() ? 0 : it->second) < expected) return false;
     if (it != markers_.end()) markers_.erase(it);
     return true;
@@ -713,7 +715,7 @@ class service {
   void handle(marker& m) {
     node_type* t = manager_.get(m.target);
     if (t == nullptr) return;
-    ++markers_[std::pair{m.client, m.seq}];
+    ++markers_[std::tuple{m.client, m.seq, m.target}];
     settle(*t);
   }
 
@@ -724,14 +726,35 @@ class service {
     settle(t);
   }
 
+  static int waiting_for(const request_type& r, const node_ref& target) {
+    return static_cast<int>(std::count_if(r.waiters.begin(), r.waiters.end(), [&](const waiter& w) { return w.target == target; }));
+  }
+
   void finish_min_delete(node_type& t, request_type&& r) {
     if (t.height() > r.entry_height) {
       // Entered at a shortcut below this tower: the predecessors above were not visited. Undo, retry at the head.
-      for (const auto& w : r.waiters) post(w.node.rank, set_link<K>{w.node, w.level, t.self, t.min, false, true, false});
+      for (const auto& w : r.waiters)
+        post(w.node.rank, set_link<K>{w.node, w.level, w.target, w.target == t.self ? t.min : r.key, false, true, false});
       return send_back(std::move(r));
     }
+    // Only behind a stale SPLIT's empty node N with the same min key k as its successor M do the waiters differ:
+    // the predecessors of N wait for N, those of M above N's tower for M. Split them.
+    std::vector<waiter> mine;
+    std::vector<waiter> beyond;
+    for (auto& w : r.waiters) (w.target == t.self ? mine : beyond).push_back(w);
+    r.waiters = std::move(mine);
+    const bool same_min_ahead = t.keys.empty() && !t.is_head && t.tower[0].has_next() && t.tower[0].next_min == r.key;
+    if (same_min_ahead && !r.has(flag::node_removal)) return pass_on(t, std::move(r), std::move(beyond));
     const bool found = !r.has(flag::node_removal) && t.erase(r.key);
     if (t.keys.empty() && !t.is_head) {
+      // A node removal of N in front of M: M's waiting predecessors still wait for M, so the removal goes on to M
+      // (which only refreshes its min key) and replies there.
+      if (!beyond.empty()) {
+        request_type rest = r;
+        rest.waiters = std::move(beyond);
+        forward(t, t.tower[0].next, 0, std::move(rest));
+        return unlink_and_free(t, r);
+      }
       unlink_and_free(t, r);
     } else {
       if (!t.keys.empty() && !(t.keys.front() == t.min)) set_min(t, t.keys.front());
@@ -739,6 +762,24 @@ class service {
         post(w.node.rank, set_link<K>{w.node, w.level, t.self, t.min, false, true, false});
     }
     post_reply(reply_for(r, found ? status::ok : status::absent));
+  }
+
+  /// The min-key delete of k reached an empty node N whose level-0 successor M has the same min key k (a stale SPLIT
+  /// linked N there). k is M's: N keeps its min and releases its own waiting predecessors unchanged, then becomes a
+  /// waiting predecessor of M itself on every level where its next node has min k (marker, hold) and sends the delete
+  /// on to M. Order is kept: N already handled every earlier request of its predecessors (markers, empty held queue)
+  /// and sent them to M ahead of the delete; later ones wait at N until M's delete has finished.
+  void pass_on(node_type& t, request_type&& r, std::vector<waiter>&& beyond) {
+    for (const auto& w : r.waiters) post(w.node.rank, set_link<K>{w.node, w.level, t.self, t.min, false, true, false});
+    r.waiters = std::move(beyond);
+    for (int lvl = t.height() - 1; lvl >= 0; --lvl) {
+      const auto& l = t.tower[static_cast<std::size_t>(lvl)];
+      if (!l.has_next() || !(l.next_min == r.key)) continue;
+      ++t.waiting_levels;
+      r.waiters.push_back({t.self, lvl, l.next});
+      send_from(t.self, l.next, marker{l.next, r.client, r.seq});
+    }
+    forward(t, t.tower[0].next, 0, std::move(r));  // still a min-key delete (flag::min_target)
   }
 
   void unlink_and_free(node_type& t, const request_type& r) {
@@ -906,7 +947,7 @@ class service {
   std::size_t unflushed_ = 0;
   std::uint64_t head_stamp_ = 0;
   absl::flat_hash_map<node_ref, sender_outbox> outbox_;
-  absl::flat_hash_map<std::pair<std::int32_t, std::uint64_t>, int> markers_;
+  absl::flat_hash_map<std::tuple<std::int32_t, std::uint64_t, node_ref>, int> markers_;  // (client, seq, target)
   absl::flat_hash_map<node_ref, pending_split> split_heights_;
   service_stats stats_;
 
