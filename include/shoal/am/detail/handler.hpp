@@ -193,33 +193,32 @@ inline void put_raw(std::byte*& p, const T& v) {
   p += sizeof(T);
 }
 
-/// Writes a message whose handler bytes are: `prefix` (trivially copyable header fields), then the arguments.
-/// Everything trivially copyable goes straight into the destination buffer; otherwise it is serialized first into a
+/// Writes a message for handler `word` whose bytes are: `prefix` (trivially copyable header fields), then the
+/// arguments. Everything trivially copyable goes straight into the destination buffer (fast path: the open group is
+/// for the same handler and has room — no header, one count increment); otherwise it is serialized first into a
 /// scratch vector (reused, so no allocation once warm) and copied.
 template <class Wire, class... Prefix, class... Args>
 void write_message(engine& e, int dest, std::int32_t word, const std::tuple<Prefix...>& prefix, Args&&... args) {
   using trivial = all_trivial<Wire>;
   if constexpr (trivial::value) {
-    constexpr std::size_t need = sizeof(std::int32_t) + (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
+    constexpr std::size_t need = (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
     outbox& o = e.out(dest);
     std::byte* p = o.cur;
-    if (static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
+    if (o.word == word && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
       o.cur = p + need;
-      e.count_sent();
+      ++o.count;
     } else {
-      p = e.reserve(dest, need);
+      p = e.reserve(dest, word, need);
     }
-    put_raw(p, word);
     std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
   } else {
     std::vector<std::byte> bytes = std::move(g_spare);  // nested sends (from handlers run below) get their own
     bytes.clear();
     byte_writer w(bytes);
-    w.write(word);
     std::apply([&](const auto&... f) { (w.write(f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (w.write(as_wire<W>(std::forward<Args>(args))), ...); }(Wire{});
-    std::byte* p = e.reserve(dest, bytes.size());
+    std::byte* p = e.reserve(dest, word, bytes.size());
     std::memcpy(p, bytes.data(), bytes.size());
     g_spare = std::move(bytes);
   }
@@ -276,19 +275,19 @@ T load(const std::byte* p) {
 [[noreturn]] inline void throw_truncated() { throw error("shoal::am: truncated message (corrupt stream)"); }
 
 /// Runs a fire-and-forget message. A failure is reported to the sender (thrown by its next am::barrier).
-/// Trivially copyable arguments: the messages of this handler that follow it in the buffer run in the same loop
-/// (one indirect call per run of equal handler words, values loaded straight from the buffer).
+/// Trivially copyable arguments: the rest of the message's group runs in the same loop (one indirect call per group,
+/// one bounds check per group, values loaded straight from the buffer).
 template <class F, class Params, class Wire>
 void run_async(rx_buffer& b) {
   engine& e = *g_engine;
   if constexpr (all_trivial<Wire>::value) {
     constexpr std::size_t handler_bytes = std::is_pointer_v<F> ? sizeof(std::int32_t) : 0;
     constexpr std::size_t body = handler_bytes + all_trivial<Wire>::bytes;
-    const auto own_word = static_cast<std::int32_t>(reinterpret_cast<std::intptr_t>(&run_async<F, Params, Wire>) -
-                                                    anchor_address());
+    if constexpr (body > 0) {
+      if (static_cast<std::size_t>(b.end - b.pos) / body <= b.left) [[unlikely]] throw_truncated();
+    }
     const std::uint64_t epoch = e.loop_epoch();
     for (;;) {
-      if (static_cast<std::size_t>(b.end - b.pos) < body) [[unlikely]] throw_truncated();
       const std::byte* p = b.pos;
       F fn;
       if constexpr (std::is_pointer_v<F>) {
@@ -305,13 +304,10 @@ void run_async(rx_buffer& b) {
       } catch (...) {
         report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
       }
-      // Continue with the next message if it is for this handler too, unless a nested loop ran meanwhile (a handler
-      // that waited): then `b` may be gone and the outer loop takes over.
-      if (e.loop_epoch() != epoch) return;
-      if (static_cast<std::size_t>(b.end - b.pos) < sizeof(std::int32_t) || load<std::int32_t>(b.pos) != own_word) {
-        return;
-      }
-      b.pos += sizeof(std::int32_t);
+      // Continue with the group, unless a nested loop ran meanwhile (a handler that waited): then `b` may be gone
+      // and the outer loop takes over.
+      if (e.loop_epoch() != epoch || b.left == 0) return;
+      --b.left;
       e.count_handled();
     }
   } else {
