@@ -2,9 +2,9 @@
 // cap on outstanding sends, the receive queue, the handler loop and the quiescence algorithm.
 //
 // Wire format. A buffer sent to a rank is a concatenation of groups of consecutive messages for the same handler:
-//     [int32 handler word][uint32 count] count × [handler-specific bytes]
+//     [int32 handler word][int32 function word, 0 for lambdas][uint32 count] count × [handler-specific bytes]
 // (the sender keeps a group open while the next message to that destination has the same handler, so a stream of
-// small messages costs its payload bytes plus 8 bytes per group, and the receiver runs a group in one loop). The
+// small messages costs its payload bytes plus 12 bytes per group, and the receiver runs a group in one loop). The
 // handler word is the offset of the receiving trampoline (a function template instantiated per handler type)
 // from `anchor`, a function of this header: both live in the same executable image, whose layout is identical on
 // every rank of the same binary, so the offset is the same everywhere even though ASLR moves the image. The
@@ -69,11 +69,17 @@ struct rx_buffer {
   const std::byte* end = nullptr;
   int source = 0;
   std::uint32_t left = 0;    // messages of the current group after the one being run
+  std::int32_t function = 0;  // the current group's function word (function-pointer handlers)
   trampoline run = nullptr;  // the current group's trampoline
 };
 
-/// The header of a group of messages for one handler: [int32 handler word][uint32 count].
-inline constexpr std::size_t group_header_bytes = 8;
+/// The header of a group of messages for one handler: [int32 handler word][int32 function word][uint32 count].
+inline constexpr std::size_t group_header_bytes = 12;
+
+/// What identifies a group: the trampoline's word and, for function-pointer handlers, the function's word.
+inline std::uint64_t group_key(std::int32_t word, std::int32_t function = 0) {
+  return static_cast<std::uint32_t>(word) | std::uint64_t{static_cast<std::uint32_t>(function)} << 32;
+}
 
 /// A destination's buffer being filled, and its open group (the last handler word written and how many messages
 /// of it follow; the count is stored at `count_at` when the group closes).
@@ -81,7 +87,7 @@ struct outbox {
   std::byte* begin = nullptr;
   std::byte* cur = nullptr;
   std::byte* end = nullptr;
-  std::int32_t word = 0;  // 0: no open group (0 is the anchor, never a trampoline)
+  std::uint64_t key = 0;  // of the open group (group_key); 0: none (word 0 is the anchor, never a trampoline)
   std::uint32_t count = 0;
   std::byte* count_at = nullptr;
   block bytes;
@@ -120,20 +126,21 @@ class engine {
 
   // ---- sending ---------------------------------------------------------------------------------------------------
 
-  /// Room for the `body` bytes (after the handler word) of one message for handler `word` to `dest`; the caller
-  /// writes them at the returned address at once (before any other shoal call). The fast path (same handler as the
-  /// open group, room left) is inline in write_message; this is the general one.
-  std::byte* reserve(int dest, std::int32_t word, std::size_t body) {
+  /// Room for the `body` bytes of one message of group `key` (group_key) to `dest`; the caller writes them at the
+  /// returned address at once (before any other shoal call). The fast path (same group as the open one, room left)
+  /// is inline in write_message; this is the general one.
+  std::byte* reserve(int dest, std::uint64_t key, std::size_t body) {
     outbox& o = out_[static_cast<std::size_t>(dest)];
     for (;;) {
       const auto room = static_cast<std::size_t>(o.end - o.cur);
-      if (o.word == word && room >= body) break;
+      if (o.key == key && room >= body) break;
       if (room >= group_header_bytes + body) {
         close_group(o);
-        std::memcpy(o.cur, &word, sizeof word);
-        o.count_at = o.cur + sizeof word;
+        const std::uint32_t words[2] = {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
+        std::memcpy(o.cur, words, sizeof words);  // the handler word, then the function word
+        o.count_at = o.cur + sizeof words;
         o.cur += group_header_bytes;
-        o.word = word;
+        o.key = key;
         break;
       }
       if (o.cur != o.begin) {
@@ -299,10 +306,10 @@ class engine {
  private:
   /// Stores the open group's count in the buffer.
   void close_group(outbox& o) {
-    if (o.word == 0) return;
+    if (o.key == 0) return;
     std::memcpy(o.count_at, &o.count, sizeof o.count);
     sent_ += o.count;
-    o.word = 0;
+    o.key = 0;
     o.count = 0;
   }
 
@@ -417,7 +424,8 @@ class engine {
       std::uint32_t count;
       if (static_cast<std::size_t>(b.end - b.pos) < group_header_bytes) throw_corrupt();
       std::memcpy(&word, b.pos, sizeof word);
-      std::memcpy(&count, b.pos + sizeof word, sizeof count);
+      std::memcpy(&b.function, b.pos + 4, sizeof b.function);
+      std::memcpy(&count, b.pos + 8, sizeof count);
       if (count == 0) throw_corrupt();
       b.pos += group_header_bytes;
       b.run = reinterpret_cast<trampoline>(anchor_address() + word);
