@@ -101,8 +101,8 @@ class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
 
-  engine() : run_(++runs_started()) {
-    auto& r = shoal::detail::rt();
+  engine() : run_(++runs_started()), rt_(&shoal::detail::rt()) {
+    auto& r = *rt_;
     SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
     me_ = r.rank;
     size_ = r.size;
@@ -413,6 +413,7 @@ class engine {
       b.capacity = static_cast<std::size_t>(count);
     }
     SHOAL_MPI(MPI_Mrecv(b.data.get(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
+    ++rt_->progress_arrivals;
     const std::byte* begin = b.data.get();
     rxq_.push_back(rx_buffer{std::move(b), begin, begin + count, status.MPI_SOURCE});
     return true;
@@ -455,6 +456,7 @@ class engine {
   }
 
   std::uint64_t run_;
+  shoal::detail::runtime* rt_;  // outlives the engine (which its finalize hook deletes)
   MPI_Comm comm_ = MPI_COMM_NULL;
   int me_ = 0;
   int size_ = 1;
