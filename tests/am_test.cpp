@@ -334,6 +334,41 @@ TEST(Am, PerPairOrderAcrossHandlersSizesAndRpc) {
   for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
 }
 
+void check_order_too(std::int64_t seq) { check_order(seq); }  // same type as check_order: a different function
+
+TEST(Am, GroupsOfOneHandlerKeepOrderAcrossFunctionsEmptyMessagesAndWaits) {
+  next_expected.assign(static_cast<std::size_t>(np()), 0);
+  order_violations = 0;
+  reset();
+  // Consecutive messages for one handler travel as one group: runs of each of two functions of the same type, of a
+  // message without arguments, and of a lambda that sometimes waits for an rpc in the middle of its group (the wait
+  // runs the rest of the group in a nested loop).
+  const std::int64_t n = volume_scaled(3000);
+  std::int64_t empty_sent = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (int d = 0; d < np(); ++d) {
+      const std::int64_t phase = i / 4 % 4;
+      if (phase == 0) shoal::async(d, &check_order, i);
+      if (phase == 1) shoal::async(d, &check_order_too, i);
+      if (phase == 2) {
+        shoal::async(d, [](std::int64_t s, bool wait) {
+          check_order(s);
+          if (wait) shoal::rpc((shoal::rank() + 1) % shoal::size(), [] {}).get();
+        }, i, i % 64 == 9);
+      }
+      if (phase == 3) {
+        shoal::async(d, [] { ++h::count; });
+        ++empty_sent;
+        shoal::async(d, &check_order, i);
+      }
+    }
+  }
+  shoal::am::barrier();
+  EXPECT_EQ(order_violations, 0);
+  for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+  EXPECT_EQ(global_sum(h::count), global_sum(empty_sent));
+}
+
 // ---- errors -------------------------------------------------------------------------------------------------------
 
 TEST(Am, RpcHandlerExceptionBecomesRemoteError) {

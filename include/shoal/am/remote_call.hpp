@@ -88,9 +88,10 @@ void async(int rank, F fn, Args&&... args) {
   d::engine& e = d::engine_for(rank);
   const std::int32_t word = d::word_of(&d::run_async<F, typename traits::params, typename traits::wire>);
   if constexpr (std::is_pointer_v<F>) {
-    d::write_message<typename traits::wire>(e, rank, word, std::tuple{d::word_of(fn)}, std::forward<Args>(args)...);
+    d::write_message<typename traits::wire>(e, rank, d::group_key(word, d::word_of(fn)), std::tuple<>{},
+                                            std::forward<Args>(args)...);
   } else {
-    d::write_message<typename traits::wire>(e, rank, word, std::tuple<>{}, std::forward<Args>(args)...);
+    d::write_message<typename traits::wire>(e, rank, d::group_key(word), std::tuple<>{}, std::forward<Args>(args)...);
   }
 }
 
@@ -109,10 +110,11 @@ future<am::result_of_t<F, Args...>> rpc(int rank, F fn, Args&&... args) {
   const std::int32_t word = d::word_of(&d::run_rpc<F, typename traits::params, typename traits::wire, R>);
   try {
     if constexpr (std::is_pointer_v<F>) {
-      d::write_message<typename traits::wire>(e, rank, word, std::tuple{d::word_of(fn), slot},
+      d::write_message<typename traits::wire>(e, rank, d::group_key(word, d::word_of(fn)), std::tuple{slot},
                                               std::forward<Args>(args)...);
     } else {
-      d::write_message<typename traits::wire>(e, rank, word, std::tuple{slot}, std::forward<Args>(args)...);
+      d::write_message<typename traits::wire>(e, rank, d::group_key(word), std::tuple{slot},
+                                              std::forward<Args>(args)...);
     }
   } catch (...) {
     e.take_pending(slot);

@@ -22,13 +22,21 @@ namespace shoal::detail {
 
 /// One step of every wait loop in shoal: makes progress and, once the wait is no longer short, yields the CPU, so a
 /// rank that shares its core with the rank it waits for (more ranks than cores) lets that rank run instead of
-/// burning its time slice. Construct one per wait; call it once per unsuccessful poll.
+/// burning its time slice. A poll that received something (progress_arrivals moved) starts the count again: a rank
+/// that serves a stream of requests while it waits (rpc) stays hot between them. Construct one per wait; call it
+/// once per unsuccessful poll.
 class spin_waiter {
  public:
   static constexpr int spins_before_yield = 64;
   void operator()() {
+    auto& r = rt();
+    const std::uint64_t arrivals = r.progress_arrivals;
     progress();
-    if (++spins_ > spins_before_yield) std::this_thread::yield();
+    if (r.progress_arrivals != arrivals) {
+      spins_ = 0;
+    } else if (++spins_ > spins_before_yield) {
+      std::this_thread::yield();
+    }
   }
 
  private:

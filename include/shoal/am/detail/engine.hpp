@@ -1,9 +1,11 @@
 // shoal/am/detail/engine.hpp — the per-run machinery of active messages: per-destination aggregation buffers, the
 // cap on outstanding sends, the receive queue, the handler loop and the quiescence algorithm.
 //
-// Wire format. A buffer sent to a rank is a plain concatenation of messages, each
-//     [int32 handler word][handler-specific bytes]
-// The handler word is the offset of the receiving trampoline (a function template instantiated per handler type)
+// Wire format. A buffer sent to a rank is a concatenation of groups of consecutive messages for the same handler:
+//     [int32 handler word][int32 function word, 0 for lambdas][uint32 count] count × [handler-specific bytes]
+// (the sender keeps a group open while the next message to that destination has the same handler, so a stream of
+// small messages costs its payload bytes plus 12 bytes per group, and the receiver runs a group in one loop). The
+// handler word is the offset of the receiving trampoline (a function template instantiated per handler type)
 // from `anchor`, a function of this header: both live in the same executable image, whose layout is identical on
 // every rank of the same binary, so the offset is the same everywhere even though ASLR moves the image. The
 // trampoline knows how many bytes its message occupies (it decodes the arguments with shoal::byte_reader), so no
@@ -53,22 +55,41 @@ struct block {
   std::size_t capacity = 0;
 };
 
-/// A received buffer being executed; `pos` is shared by nested handler loops (a handler that waits runs others).
+struct rx_buffer;
+
+/// Decodes one message at `b.pos`, advances `b.pos` past it, then runs the handler. Trampolines of trivially copyable
+/// messages go on with the rest of the group (`b.left` more messages), see run_async.
+using trampoline = void (*)(rx_buffer& b);
+
+/// A received buffer being executed; `pos`, `left` and `run` are shared by nested handler loops (a handler that
+/// waits runs others, possibly the rest of its own group).
 struct rx_buffer {
   block bytes;
   const std::byte* pos = nullptr;
   const std::byte* end = nullptr;
   int source = 0;
+  std::uint32_t left = 0;    // messages of the current group after the one being run
+  std::int32_t function = 0;  // the current group's function word (function-pointer handlers)
+  trampoline run = nullptr;  // the current group's trampoline
 };
 
-/// Decodes one message at `b.pos` (just after its handler word), advances `b.pos` past it, then runs the handler.
-using trampoline = void (*)(rx_buffer& b);
+/// The header of a group of messages for one handler: [int32 handler word][int32 function word][uint32 count].
+inline constexpr std::size_t group_header_bytes = 12;
 
-/// A destination's buffer being filled.
+/// What identifies a group: the trampoline's word and, for function-pointer handlers, the function's word.
+inline std::uint64_t group_key(std::int32_t word, std::int32_t function = 0) {
+  return static_cast<std::uint32_t>(word) | std::uint64_t{static_cast<std::uint32_t>(function)} << 32;
+}
+
+/// A destination's buffer being filled, and its open group (the last handler word written and how many messages
+/// of it follow; the count is stored at `count_at` when the group closes).
 struct outbox {
   std::byte* begin = nullptr;
   std::byte* cur = nullptr;
   std::byte* end = nullptr;
+  std::uint64_t key = 0;  // of the open group (group_key); 0: none (word 0 is the anchor, never a trampoline)
+  std::uint32_t count = 0;
+  std::byte* count_at = nullptr;
   block bytes;
   bool listed = false;  // in engine::dirty
 };
@@ -80,8 +101,8 @@ class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
 
-  engine() : run_(++runs_started()) {
-    auto& r = shoal::detail::rt();
+  engine() : run_(++runs_started()), rt_(&shoal::detail::rt()) {
+    auto& r = *rt_;
     SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
     me_ = r.rank;
     size_ = r.size;
@@ -105,15 +126,27 @@ class engine {
 
   // ---- sending ---------------------------------------------------------------------------------------------------
 
-  /// Room for `need` bytes of one message to `dest`; the caller writes them at the returned address at once (before
-  /// any other shoal call). The fast path is inline in the callers; this is the slow one.
-  std::byte* reserve(int dest, std::size_t need) {
+  /// Room for the `body` bytes of one message of group `key` (group_key) to `dest`; the caller writes them at the
+  /// returned address at once (before any other shoal call). The fast path (same group as the open one, room left)
+  /// is inline in write_message; this is the general one.
+  std::byte* reserve(int dest, std::uint64_t key, std::size_t body) {
     outbox& o = out_[static_cast<std::size_t>(dest)];
-    while (static_cast<std::size_t>(o.end - o.cur) < need) {
+    for (;;) {
+      const auto room = static_cast<std::size_t>(o.end - o.cur);
+      if (o.key == key && room >= body) break;
+      if (room >= group_header_bytes + body) {
+        close_group(o);
+        const std::uint32_t words[2] = {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
+        std::memcpy(o.cur, words, sizeof words);  // the handler word, then the function word
+        o.count_at = o.cur + sizeof words;
+        o.cur += group_header_bytes;
+        o.key = key;
+        break;
+      }
       if (o.cur != o.begin) {
         send(dest);  // may run handlers (which may append to o); the loop re-checks
       } else {
-        allocate(o, need);
+        allocate(o, group_header_bytes + body);
         if (!o.listed) {
           o.listed = true;
           dirty_.push_back(dest);
@@ -121,13 +154,12 @@ class engine {
       }
     }
     std::byte* p = o.cur;
-    o.cur += need;
-    ++sent_;
+    o.cur += body;
+    ++o.count;
     return p;
   }
 
   outbox& out(int dest) { return out_[static_cast<std::size_t>(dest)]; }
-  void count_sent() { ++sent_; }
 
   /// Sends every non-empty buffer (self-addressed ones go straight to the receive queue).
   void flush() {
@@ -142,11 +174,15 @@ class engine {
   // ---- receiving and running ---------------------------------------------------------------------------------------
 
   /// One progress step: completes sends, receives and runs everything available, then flushes what handlers sent.
+  /// Flushes after every step that may have produced messages, so a reply leaves as soon as it is written.
   void poll() {
     test_sends();
     run_queue();
-    while (receive_one()) run_queue();
     flush();
+    while (receive_one()) {
+      run_queue();
+      flush();
+    }
   }
 
   /// The rank that sent the message being handled (-1 outside handlers).
@@ -162,7 +198,7 @@ class engine {
     std::uint64_t previous_handled = ~std::uint64_t{0};
     for (;;) {
       poll();
-      std::uint64_t local[2] = {sent_, handled_};
+      std::uint64_t local[2] = {sent(), handled_};
       std::uint64_t global[2] = {0, 0};
       MPI_Request req;
       SHOAL_MPI(MPI_Iallreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, comm_, &req));
@@ -220,7 +256,12 @@ class engine {
     max_sends_ = n;
   }
 
-  std::uint64_t sent() const { return sent_; }
+  /// Messages appended to a buffer: those of closed groups plus the open ones.
+  std::uint64_t sent() const {
+    std::uint64_t n = sent_;
+    for (const int dest : dirty_) n += out_[static_cast<std::size_t>(dest)].count;
+    return n;
+  }
   std::uint64_t handled() const { return handled_; }
   /// Trampolines that run several messages in one call count all but the last (dispatch counts that one).
   void count_handled() { ++handled_; }
@@ -233,7 +274,7 @@ class engine {
     ++loop_epoch_;
     while (!rxq_.empty()) {
       rx_buffer& b = rxq_.front();
-      if (b.pos == b.end) {
+      if (b.left == 0 && b.pos == b.end) {
         recycle(std::move(b.bytes));
         rxq_.pop_front();
         continue;
@@ -263,6 +304,15 @@ class engine {
   }
 
  private:
+  /// Stores the open group's count in the buffer.
+  void close_group(outbox& o) {
+    if (o.key == 0) return;
+    std::memcpy(o.count_at, &o.count, sizeof o.count);
+    sent_ += o.count;
+    o.key = 0;
+    o.count = 0;
+  }
+
   void allocate(outbox& o, std::size_t need) {
     if (need <= buffer_size_) {
       o.bytes = take_block();
@@ -295,26 +345,28 @@ class engine {
     outbox& o = out_[static_cast<std::size_t>(dest)];
     if (o.cur == o.begin) return;
     if (dest == me_) {
+      close_group(o);
       const std::byte* begin = o.begin;
       const std::byte* end = o.cur;
       rxq_.push_back(rx_buffer{std::move(o.bytes), begin, end, me_});
-      o = outbox{nullptr, nullptr, nullptr, {}, o.listed};
+      o = outbox{.listed = o.listed};
       return;
     }
     make_room();  // may run handlers that append to o; whatever is there when it returns goes now
     if (o.cur == o.begin) return;
+    close_group(o);
     MPI_Request req;
     SHOAL_MPI(MPI_Isend(o.begin, static_cast<int>(o.cur - o.begin), MPI_BYTE, dest, tag, comm_, &req));
     requests_.push_back(req);
     in_flight_.push_back(std::move(o.bytes));
-    o = outbox{nullptr, nullptr, nullptr, {}, o.listed};
+    o = outbox{.listed = o.listed};
     ++buffers_sent_;
   }
 
   /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
   /// bounded); inside a handler they are only queued, never run from its send path.
   void make_room() {
-    test_sends();
+    if (requests_.size() >= max_sends_) test_sends();  // below the cap, poll() completes sends
     while (requests_.size() >= max_sends_) {
       const bool got = receive_one();
       if (got && depth_ == 0) run_queue();
@@ -361,16 +413,27 @@ class engine {
       b.capacity = static_cast<std::size_t>(count);
     }
     SHOAL_MPI(MPI_Mrecv(b.data.get(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
+    ++rt_->progress_arrivals;
     const std::byte* begin = b.data.get();
     rxq_.push_back(rx_buffer{std::move(b), begin, begin + count, status.MPI_SOURCE});
     return true;
   }
 
   void dispatch(rx_buffer& b) {
-    std::int32_t word;
-    std::memcpy(&word, b.pos, sizeof word);
-    b.pos += sizeof word;
-    const auto run = reinterpret_cast<trampoline>(anchor_address() + word);
+    if (b.left == 0) {  // a new group
+      std::int32_t word;
+      std::uint32_t count;
+      if (static_cast<std::size_t>(b.end - b.pos) < group_header_bytes) throw_corrupt();
+      std::memcpy(&word, b.pos, sizeof word);
+      std::memcpy(&b.function, b.pos + 4, sizeof b.function);
+      std::memcpy(&count, b.pos + 8, sizeof count);
+      if (count == 0) throw_corrupt();
+      b.pos += group_header_bytes;
+      b.run = reinterpret_cast<trampoline>(anchor_address() + word);
+      b.left = count;
+    }
+    --b.left;
+    const trampoline run = b.run;
     struct scope {
       engine& e;
       int saved;
@@ -385,12 +448,15 @@ class engine {
     run(b);
   }
 
+  [[noreturn]] static void throw_corrupt() { throw error("shoal::am: malformed message group (corrupt stream)"); }
+
   static std::uint64_t& runs_started() {
     static std::uint64_t n = 0;
     return n;
   }
 
   std::uint64_t run_;
+  shoal::detail::runtime* rt_;  // outlives the engine (which its finalize hook deletes)
   MPI_Comm comm_ = MPI_COMM_NULL;
   int me_ = 0;
   int size_ = 1;
@@ -407,7 +473,7 @@ class engine {
 
   int source_ = -1;
   int depth_ = 0;
-  std::uint64_t sent_ = 0;     // messages appended to a buffer (for quiescence)
+  std::uint64_t sent_ = 0;     // messages of closed groups (for quiescence; see sent())
   std::uint64_t handled_ = 0;  // messages whose handler finished (for quiescence)
   std::uint64_t buffers_sent_ = 0;
   std::uint64_t loop_epoch_ = 0;

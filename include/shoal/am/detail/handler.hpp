@@ -193,33 +193,32 @@ inline void put_raw(std::byte*& p, const T& v) {
   p += sizeof(T);
 }
 
-/// Writes a message whose handler bytes are: `prefix` (trivially copyable header fields), then the arguments.
-/// Everything trivially copyable goes straight into the destination buffer; otherwise it is serialized first into a
+/// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially copyable header fields), then the
+/// arguments. Everything trivially copyable goes straight into the destination buffer (fast path: the open group is
+/// for the same handler and has room — no header, one count increment); otherwise it is serialized first into a
 /// scratch vector (reused, so no allocation once warm) and copied.
 template <class Wire, class... Prefix, class... Args>
-void write_message(engine& e, int dest, std::int32_t word, const std::tuple<Prefix...>& prefix, Args&&... args) {
+void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Prefix...>& prefix, Args&&... args) {
   using trivial = all_trivial<Wire>;
   if constexpr (trivial::value) {
-    constexpr std::size_t need = sizeof(std::int32_t) + (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
+    constexpr std::size_t need = (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
     outbox& o = e.out(dest);
     std::byte* p = o.cur;
-    if (static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
+    if (o.key == key && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
       o.cur = p + need;
-      e.count_sent();
+      ++o.count;
     } else {
-      p = e.reserve(dest, need);
+      p = e.reserve(dest, key, need);
     }
-    put_raw(p, word);
     std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
   } else {
     std::vector<std::byte> bytes = std::move(g_spare);  // nested sends (from handlers run below) get their own
     bytes.clear();
     byte_writer w(bytes);
-    w.write(word);
     std::apply([&](const auto&... f) { (w.write(f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (w.write(as_wire<W>(std::forward<Args>(args))), ...); }(Wire{});
-    std::byte* p = e.reserve(dest, bytes.size());
+    std::byte* p = e.reserve(dest, key, bytes.size());
     std::memcpy(p, bytes.data(), bytes.size());
     g_spare = std::move(bytes);
   }
@@ -242,11 +241,11 @@ decltype(auto) call(F fn, Tuple& values) {
   }(Params{}, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
 }
 
-/// The stateless handler, or the function pointer that follows the handler word.
+/// The stateless handler, or the function pointer named by the group's function word.
 template <class F>
-F read_handler(byte_reader& in) {
+F handler_of(const rx_buffer& b) {
   if constexpr (std::is_pointer_v<F>) {
-    return function_at<std::remove_pointer_t<F>>(in.read<std::int32_t>());
+    return function_at<std::remove_pointer_t<F>>(b.function);
   } else {
     return F{};
   }
@@ -261,7 +260,7 @@ inline void run_failure_report(rx_buffer& b) {
 }
 
 inline void report_failure(engine& e, int dest, std::string text) {
-  write_message<type_list<std::string>>(e, dest, word_of(&run_failure_report), std::tuple<>{}, text);
+  write_message<type_list<std::string>>(e, dest, group_key(word_of(&run_failure_report)), std::tuple<>{}, text);
 }
 
 
@@ -276,25 +275,20 @@ T load(const std::byte* p) {
 [[noreturn]] inline void throw_truncated() { throw error("shoal::am: truncated message (corrupt stream)"); }
 
 /// Runs a fire-and-forget message. A failure is reported to the sender (thrown by its next am::barrier).
-/// Trivially copyable arguments: the messages of this handler that follow it in the buffer run in the same loop
-/// (one indirect call per run of equal handler words, values loaded straight from the buffer).
+/// Trivially copyable arguments: the rest of the message's group runs in the same loop (one indirect call per group,
+/// one bounds check per group, values loaded straight from the buffer).
 template <class F, class Params, class Wire>
 void run_async(rx_buffer& b) {
   engine& e = *g_engine;
   if constexpr (all_trivial<Wire>::value) {
-    constexpr std::size_t handler_bytes = std::is_pointer_v<F> ? sizeof(std::int32_t) : 0;
-    constexpr std::size_t body = handler_bytes + all_trivial<Wire>::bytes;
-    const auto own_word = static_cast<std::int32_t>(reinterpret_cast<std::intptr_t>(&run_async<F, Params, Wire>) -
-                                                    anchor_address());
+    constexpr std::size_t body = all_trivial<Wire>::bytes;
+    if constexpr (body > 0) {
+      if (static_cast<std::size_t>(b.end - b.pos) / body <= b.left) [[unlikely]] throw_truncated();
+    }
     const std::uint64_t epoch = e.loop_epoch();
+    const F fn = handler_of<F>(b);
     for (;;) {
-      if (static_cast<std::size_t>(b.end - b.pos) < body) [[unlikely]] throw_truncated();
       const std::byte* p = b.pos;
-      F fn;
-      if constexpr (std::is_pointer_v<F>) {
-        fn = function_at<std::remove_pointer_t<F>>(load<std::int32_t>(p));
-      }
-      p += handler_bytes;
       auto values = [&]<class... W>(type_list<W...>) {
         std::size_t offset = 0;
         return std::tuple<W...>{(offset += sizeof(W), load<W>(p + offset - sizeof(W)))...};
@@ -305,18 +299,15 @@ void run_async(rx_buffer& b) {
       } catch (...) {
         report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
       }
-      // Continue with the next message if it is for this handler too, unless a nested loop ran meanwhile (a handler
-      // that waited): then `b` may be gone and the outer loop takes over.
-      if (e.loop_epoch() != epoch) return;
-      if (static_cast<std::size_t>(b.end - b.pos) < sizeof(std::int32_t) || load<std::int32_t>(b.pos) != own_word) {
-        return;
-      }
-      b.pos += sizeof(std::int32_t);
+      // Continue with the group, unless a nested loop ran meanwhile (a handler that waited): then `b` may be gone
+      // and the outer loop takes over.
+      if (e.loop_epoch() != epoch || b.left == 0) return;
+      --b.left;
       e.count_handled();
     }
   } else {
     byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
-    F fn = read_handler<F>(in);
+    const F fn = handler_of<F>(b);
     auto values = decoded<Wire>::read(in);
     b.pos = in.position();
     try {
@@ -372,27 +363,27 @@ template <class F, class Params, class Wire, class R>
 void run_rpc(rx_buffer& b) {
   using V = shoal::detail::future_value_t<std::decay_t<R>>;
   byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
-  F fn = read_handler<F>(in);
+  const F fn = handler_of<F>(b);
   const auto slot = in.read<std::uint32_t>();
   auto values = decoded<Wire>::read(in);
   b.pos = in.position();
   engine& e = *g_engine;
   const int source = b.source;
-  const std::int32_t reply_word = word_of(&run_reply<V>);
+  const std::uint64_t reply_key = group_key(word_of(&run_reply<V>));
   std::exception_ptr failure;
   try {
     if constexpr (std::is_void_v<R>) {
       call<F, Params>(fn, values);
-      write_message<type_list<>>(e, source, reply_word, std::tuple{slot, reply_status::value});
+      write_message<type_list<>>(e, source, reply_key, std::tuple{slot, reply_status::value});
     } else {
       std::decay_t<R> result = call<F, Params>(fn, values);
-      write_message<type_list<std::decay_t<R>>>(e, source, reply_word, std::tuple{slot, reply_status::value}, std::move(result));
+      write_message<type_list<std::decay_t<R>>>(e, source, reply_key, std::tuple{slot, reply_status::value}, std::move(result));
     }
     return;
   } catch (...) {
     failure = std::current_exception();
   }
-  write_message<type_list<std::string>>(e, source, reply_word, std::tuple{slot, reply_status::failure},
+  write_message<type_list<std::string>>(e, source, reply_key, std::tuple{slot, reply_status::failure},
                                         describe_failure(handler_name(fn), source, e.rank(), failure));
 }
 

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct runtime {
   segment_allocator heap;
 
   std::vector<std::function<void()>> progress_hooks;  // run by shoal::progress()
+  std::uint64_t progress_arrivals = 0;  // bumped by progress hooks when something arrived from another rank
   std::vector<std::function<void()>> finalize_hooks;  // run in reverse order before the window is freed
 };
 
