@@ -66,8 +66,9 @@ namespace shoal {
 
 template <serializable K, serializable V, class Family = local::flat>
   requires hashable<K> && std::equality_comparable<K>
-class dist_map : public detail::owner_container<K, V, Family> {
-  using base = detail::owner_container<K, V, Family>;
+class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Family> {
+  using base = detail::owner_container<dist_map, K, V, Family>;
+  friend base;
   using typename base::engine;
   using status = detail::insert_status;
 
@@ -127,33 +128,7 @@ class dist_map : public detail::owner_container<K, V, Family> {
   }
   void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
 
-  /// Runs fn(V& stored, args...) at the owner if the key is present. Returns whether it was (fn returning void) or
-  /// fn's result (nullopt: absent).
-  template <detail::owner_function F, class... Args>
-  auto update(const K& key, F fn, Args&&... args) {
-    return async_update(key, fn, std::forward<Args>(args)...).get();
-  }
-  template <detail::owner_function F, class... Args>
-  auto async_update(K key, F, Args&&... args) {
-    using op = update_op<F, std::decay_t<Args>...>;
-    return this->template call<op, typename op::wire, detail::identity>(std::move(key), std::forward<Args>(args)...);
-  }
-  template <detail::owner_function F, class... Args>
-  void async_update(ignore_result_t, K key, F, Args&&... args) {
-    this->template post<update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
-  }
-
   // ---- batches (one message per owner) ---------------------------------------------------------------------------
-
-  /// Inserts every (key, value) of a random-access range of pairs; keys already present keep their value.
-  template <std::ranges::random_access_range Range>
-  batch_insert_result insert_batch(const Range& pairs) {
-    return async_insert_batch(pairs).get();
-  }
-  template <std::ranges::random_access_range Range>
-  future<batch_insert_result> async_insert_batch(const Range& pairs) {
-    return this->template pair_batch<insert_batch_op, V>(pairs);
-  }
 
   /// The value of every key of a random-access range, in order.
   template <std::ranges::random_access_range Range>

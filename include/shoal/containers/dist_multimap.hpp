@@ -46,9 +46,10 @@ namespace shoal {
 
 template <serializable K, serializable V, class Family = local::flat>
   requires hashable<K> && std::equality_comparable<K>
-class dist_multimap : public detail::owner_container<K, std::vector<V>, Family> {
+class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>, K, std::vector<V>, Family> {
   using values = std::vector<V>;
-  using base = detail::owner_container<K, values, Family>;
+  using base = detail::owner_container<dist_multimap, K, values, Family>;
+  friend base;
   using typename base::engine;
   using status = detail::insert_status;
 
@@ -99,33 +100,7 @@ class dist_multimap : public detail::owner_container<K, std::vector<V>, Family> 
   }
   void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
 
-  /// Runs fn(std::vector<V>& values, args...) at the owner if the key is present; as dist_map::update. Values fn
-  /// adds count against capacity_per_rank after the fact (fn is not refused).
-  template <detail::owner_function F, class... Args>
-  auto update(const K& key, F fn, Args&&... args) {
-    return async_update(key, fn, std::forward<Args>(args)...).get();
-  }
-  template <detail::owner_function F, class... Args>
-  auto async_update(K key, F, Args&&... args) {
-    using op = update_op<F, std::decay_t<Args>...>;
-    return this->template call<op, typename op::wire, detail::identity>(std::move(key), std::forward<Args>(args)...);
-  }
-  template <detail::owner_function F, class... Args>
-  void async_update(ignore_result_t, K key, F, Args&&... args) {
-    this->template post<update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
-  }
-
   // ---- batches (one message per owner) ---------------------------------------------------------------------------
-
-  /// Appends every (key, value) of a random-access range of pairs.
-  template <std::ranges::random_access_range Range>
-  batch_insert_result insert_batch(const Range& pairs) {
-    return async_insert_batch(pairs).get();
-  }
-  template <std::ranges::random_access_range Range>
-  future<batch_insert_result> async_insert_batch(const Range& pairs) {
-    return this->template pair_batch<insert_batch_op, V>(pairs);
-  }
 
   /// The values of every key of a random-access range, in order.
   template <std::ranges::random_access_range Range>

@@ -560,11 +560,40 @@ class owner_table {
 };
 
 
-/// The public operations dist_map and dist_multimap share (completion, layout, the local shard, collectives), and
-/// the helpers both use to issue their operations. `Stored` is what a key maps to in the shard.
-template <class K, class Stored, class Family>
+/// The public operations dist_map and dist_multimap share (completion, layout, the local shard, collectives, update
+/// and batch insert), and the helpers both use to issue their operations. `Stored` is what a key maps to in the
+/// shard; `Derived` (CRTP) supplies the operations whose meaning differs: `update_op<F, Args...>` and
+/// `insert_batch_op`, and its `mapped_type`.
+template <class Derived, class K, class Stored, class Family>
 class owner_container {
  public:
+  /// Runs fn at the owner if the key is present (dist_map: fn(V& value, args...); dist_multimap: fn(std::vector<V>&
+  /// values, args...)). Returns whether the key was present (fn returning void) or fn's result (nullopt: absent).
+  template <owner_function F, class... Args>
+  auto update(const K& key, F fn, Args&&... args) {
+    return async_update(key, fn, std::forward<Args>(args)...).get();
+  }
+  template <owner_function F, class... Args>
+  auto async_update(K key, F, Args&&... args) {
+    using op = typename Derived::template update_op<F, std::decay_t<Args>...>;
+    return call<op, typename op::wire, identity>(std::move(key), std::forward<Args>(args)...);
+  }
+  template <owner_function F, class... Args>
+  void async_update(ignore_result_t, K key, F, Args&&... args) {
+    post<typename Derived::template update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
+  }
+
+  /// Inserts every (key, value) of a random-access range of pairs, one message per owner (dist_map: keys already
+  /// present keep their value; dist_multimap: values are appended). The counts of every owner, summed.
+  template <std::ranges::random_access_range Range>
+  batch_insert_result insert_batch(const Range& pairs) {
+    return async_insert_batch(pairs).get();
+  }
+  template <std::ranges::random_access_range Range>
+  future<batch_insert_result> async_insert_batch(const Range& pairs) {
+    return pair_batch<typename Derived::insert_batch_op, typename Derived::mapped_type>(pairs);
+  }
+
   /// Completes every operation this rank issued (CSE_Hash HASH_Wait). Not collective.
   void wait() { t_.wait(); }
   /// Collective: completes every rank's operations (CSE_Hash HASH_Flush).
