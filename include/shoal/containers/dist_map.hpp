@@ -233,18 +233,8 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
       return r;
     }
   };
-  template <class Single>
-  struct per_key_batch_op {
-    using wire = std::vector<std::optional<V>>;
-    static wire apply(engine& t, int, std::vector<K> keys) {
-      wire out;
-      out.reserve(keys.size());
-      for (auto& k : keys) out.push_back(Single::apply(t, 0, std::move(k)));
-      return out;
-    }
-  };
-  using find_batch_op = per_key_batch_op<find_op>;
-  using erase_batch_op = per_key_batch_op<erase_op>;
+  using find_batch_op = detail::per_key_batch_op<find_op>;
+  using erase_batch_op = detail::per_key_batch_op<erase_op>;
 
   /// insert_status -> bool, or container_full.
   struct inserted_or_full {

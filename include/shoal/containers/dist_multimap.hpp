@@ -209,18 +209,8 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
       return r;
     }
   };
-  template <class Single>
-  struct per_key_batch_op {
-    using wire = std::vector<values>;
-    static wire apply(engine& t, int, std::vector<K> keys) {
-      wire out;
-      out.reserve(keys.size());
-      for (auto& k : keys) out.push_back(Single::apply(t, 0, std::move(k)));
-      return out;
-    }
-  };
-  using find_batch_op = per_key_batch_op<find_op>;
-  using erase_batch_op = per_key_batch_op<erase_op>;
+  using find_batch_op = detail::per_key_batch_op<find_op>;
+  using erase_batch_op = detail::per_key_batch_op<erase_op>;
 
   struct inserted_count {
     std::size_t operator()(const batch_insert_result& r) const { return r.inserted; }

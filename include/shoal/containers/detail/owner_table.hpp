@@ -180,6 +180,19 @@ inline constexpr auto itself = [](const auto& e) -> decltype(auto) { return e; }
 template <class F>
 concept owner_function = std::is_empty_v<F> && std::default_initializable<F>;
 
+/// A batch of one single-key operation: runs Single at the owner for every key it received, results in order.
+template <class Single>
+struct per_key_batch_op {
+  using wire = std::vector<typename Single::wire>;
+  template <class Engine, class K>
+  static wire apply(Engine& t, int, std::vector<K> keys) {
+    wire out;
+    out.reserve(keys.size());
+    for (auto& k : keys) out.push_back(Single::apply(t, 0, std::move(k)));
+    return out;
+  }
+};
+
 template <class K, class Stored, class Family>
 class owner_table {
  public:
