@@ -4,7 +4,8 @@
 //   RANGE-QUERY returning 100 / 1,000 / 10,000 key-values: operations/s, key-values/s, returned messages/s;
 //   the mixed workload 20% INSERT, 20% DELETE, 60% FIND (or RANGE-QUERY of 100);
 //   range queries over 1-4 dimensions (4096 results each).
-// --size: key-values in the list (default 100000; the paper's scale is --size 1M).
+//   FIND 100% with k (asynchrony) from synchronous forwards to the default; lower_bound 100% (probes);
+// --size: key-values in the list (default 10^6, the paper's scale).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -77,7 +78,7 @@ double plain_mpi_finds(std::int64_t n, int queries, int window, std::uint64_t se
 
 void run_ordered_map(context& ctx) {
   const int me = shoal::rank(), np = shoal::size();
-  const auto n = static_cast<std::int64_t>(ctx.size_or(100000));
+  const auto n = static_cast<std::int64_t>(ctx.size_or(1000000));
   shoal::ordered_map_options opts;
   opts.nodes_per_rank = static_cast<std::size_t>(n) / 16 + 1024;
   map_type m(opts);
@@ -99,20 +100,47 @@ void run_ordered_map(context& ctx) {
   const std::pair<shoal::consistency, const char*> semantics[] = {{shoal::consistency::total_order, "total order"},
                                                                   {shoal::consistency::sequential, "sequential"},
                                                                   {shoal::consistency::none, "none"}};
+  auto timed_finds = [&](int count) {
+    const double t = shoal::bench::timed([&] {
+      for (int i = 0; i < count; ++i) m.async_find(2 * pick(rng));
+      m.barrier();
+    });
+    return count * np / t;
+  };
   double find_rate = 0;
   for (auto [c, label] : semantics) {
     ctx.progress(std::string("find, ") + label);
     m.set_consistency(c);
-    const double t = shoal::bench::timed([&] {
-      for (int i = 0; i < finds; ++i) m.async_find(2 * pick(rng));
-      m.barrier();
-    });
-    const double rate = finds * np / t;
+    const double rate = timed_finds(finds);
     if (c == shoal::consistency::none) find_rate = rate;
     ctx.report("find 100%", label, rate / 1e6, "Mops/s", "plain MPI find", mpi_rate / 1e6);
   }
 
+  // k, the degree of asynchrony: how many forwards to other ranks a node makes before one must arrive first.
+  m.set_consistency(shoal::consistency::sequential);
+  double default_k_rate = 0;
+  for (std::size_t k : {opts.asynchrony, std::size_t{16}, std::size_t{1}, std::size_t{0}}) {
+    ctx.progress("find, k = " + std::to_string(k));
+    m.set_asynchrony(k);
+    const double rate = timed_finds(finds);
+    if (k == opts.asynchrony) default_k_rate = rate;
+    ctx.report("find 100% by k", "sequential, k = " + std::to_string(k), rate / 1e6, "Mops/s",
+               "default k = " + std::to_string(opts.asynchrony), default_k_rate / 1e6);
+  }
+  m.set_asynchrony(opts.asynchrony);
+
+  // lower_bound: the node of the key answers, and every node where the search descends is probed.
+  {
+    ctx.progress("lower_bound");
+    const double t = shoal::bench::timed([&] {
+      for (int i = 0; i < finds; ++i) m.async_lower_bound(2 * pick(rng) + 1);
+      m.barrier();
+    });
+    ctx.report("lower_bound 100%", "sequential", finds * np / t / 1e6, "Mops/s", "plain MPI find", mpi_rate / 1e6);
+  }
+
   // Range queries (no consistency, as in the paper's Figure 9).
+  m.set_consistency(shoal::consistency::none);
   for (int results : {100, 1000, 10000}) {
     if (results * 4 > n) continue;
     ctx.progress("range " + std::to_string(results));

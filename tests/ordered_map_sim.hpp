@@ -18,7 +18,7 @@ class simulated_service {
   using service_type = shoal::detail::ordered_map::service<K, V>;
 
   simulated_service(int ranks, const shoal::ordered_map_options& opts, std::uint64_t seed)
-      : np_(ranks), channels_(static_cast<std::size_t>(ranks * ranks)), rng_(seed) {
+      : np_(ranks), granularity_(opts.granularity), channels_(static_cast<std::size_t>(ranks * ranks)), rng_(seed) {
     for (int r = 0; r < ranks; ++r) {
       shoal::detail::ordered_map::transport t;
       t.rank = r;
@@ -71,6 +71,9 @@ class simulated_service {
     while (n != nullptr) {
       ++visited;
       if (n->held_back() || !n->held.empty()) problems.push_back("a node still holds requests");
+      if (n->marked) problems.push_back("a node still marked for a split");
+      if (n->keys.size() > granularity_) problems.push_back("a node above G key-values");
+      if (n->keys.empty() && !n->is_head) problems.push_back("an empty node still linked");
       for (std::size_t i = 0; i < n->keys.size(); ++i) {
         if (!n->is_head && n->keys[i] < n->min) problems.push_back("a key below its node's min");
         if (!out.empty() && !(out.back().first < n->keys[i])) problems.push_back("keys out of order");
@@ -96,6 +99,7 @@ class simulated_service {
 
  private:
   int np_;
+  std::size_t granularity_;
   std::vector<std::deque<std::vector<std::byte>>> channels_;
   std::vector<std::unique_ptr<service_type>> services_;
   std::mt19937_64 rng_;

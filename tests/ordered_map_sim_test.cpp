@@ -41,7 +41,12 @@ struct record {
   op_result<long, long> result;
 };
 
-op_spec<long, long> random_op(std::mt19937_64& rng, long keyspace, int rank, int ranks, bool own_keys_only) {
+/// Which operations a random workload draws: the general mix, or one where lower_bound / successor dominate (they
+/// look past their key's node: probes, empty nodes, retries).
+enum class mix { general, neighbours };
+
+op_spec<long, long> random_op(std::mt19937_64& rng, long keyspace, int rank, int ranks, bool own_keys_only,
+                              mix m = mix::general) {
   std::uniform_int_distribution<long> key(0, keyspace - 1);
   std::uniform_int_distribution<int> kind(0, 99);
   auto pick = [&] {
@@ -50,7 +55,8 @@ op_spec<long, long> random_op(std::mt19937_64& rng, long keyspace, int rank, int
     return k;
   };
   op_spec<long, long> s;
-  const int k = kind(rng);
+  int k = kind(rng);
+  if (m == mix::neighbours && k >= 60) k = 92 + (k - 60) % 8;  // 40% lower_bound / successor instead of reads
   s.key = pick();
   if (k < 35) {
     s.op = op_kind::insert;
@@ -115,7 +121,7 @@ void expect_same(const op_result<long, long>& want, const op_result<long, long>&
 
 /// Every rank issues `per_rank` operations, interleaved at random with message deliveries.
 std::vector<record> run_random(sim& s, std::mt19937_64& rng, int per_rank, long keyspace, bool own_keys_only,
-                               std::vector<std::vector<std::size_t>>* delivery_order = nullptr) {
+                               std::vector<std::vector<std::size_t>>* delivery_order = nullptr, mix m = mix::general) {
   std::vector<record> done;
   std::vector<int> issued(static_cast<std::size_t>(s.ranks()), 0);
   std::vector<std::optional<op_spec<long, long>>> next(static_cast<std::size_t>(s.ranks()));
@@ -129,7 +135,7 @@ std::vector<record> run_random(sim& s, std::mt19937_64& rng, int per_rank, long 
       s.step();
       continue;
     }
-    if (!slot) slot = random_op(rng, keyspace, r, s.ranks(), own_keys_only);
+    if (!slot) slot = random_op(rng, keyspace, r, s.ranks(), own_keys_only, m);
     const std::size_t index = static_cast<std::size_t>(issued[static_cast<std::size_t>(r)]);
     const auto spec = *slot;
     const bool ok = s.at(r).try_issue(spec, [&done, r, index, spec, delivery_order](op_result<long, long>&& res) {
@@ -156,13 +162,18 @@ std::map<long, long> check_structure(sim& s) {
 
 class OrderedMapSim : public ::testing::TestWithParam<int> {};
 
-void total_order_replay(int ranks, std::size_t window) {
+/// Runs random operations under total order and checks every result against a sequential replay in head order.
+/// Adds the synchronous forwards all ranks made (k reached) to `synchronous`.
+void total_order_replay(int ranks, std::size_t window, std::size_t asynchrony = ordered_map_options{}.asynchrony,
+                        mix m = mix::general, std::uint64_t* synchronous = nullptr) {
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     std::mt19937_64 rng(seed * 7919 + static_cast<std::uint64_t>(ranks));
     auto o = small_options(consistency::total_order);
     o.window = o.window_max = window;
+    o.asynchrony = asynchrony;
     sim s(ranks, o, seed);
-    auto done = run_random(s, rng, 400, 160, false);
+    auto done = run_random(s, rng, 400, 160, false, nullptr, m);
+    for (int rr = 0; rr < ranks && synchronous; ++rr) *synchronous += s.at(rr).stats().synchronous_forwards;
     ASSERT_EQ(done.size(), 400u * static_cast<std::size_t>(ranks));
     std::sort(done.begin(), done.end(), [](auto& a, auto& b) { return a.result.head_stamp < b.result.head_stamp; });
     std::map<long, long> oracle;
@@ -195,6 +206,22 @@ TEST_P(OrderedMapSim, TotalOrderMatchesReplayInHeadOrder) { total_order_replay(G
 // ordering bugs listed in docs/containers/ordered_map.md).
 TEST_P(OrderedMapSim, TotalOrderMatchesReplayInHeadOrderWithDeepPipelines) {
   total_order_replay(GetParam(), 128);
+}
+
+// k (asynchrony) at its smallest: every forward to another rank (k = 0), or every second one (k = 1), makes its node
+// hold new requests until the forward has arrived. Throttled nodes must neither deadlock nor reorder anything.
+TEST_P(OrderedMapSim, TotalOrderMatchesReplayWhenForwardsAreSynchronous) {
+  for (std::size_t k : {0, 1}) {
+    SCOPED_TRACE("asynchrony " + std::to_string(k));
+    std::uint64_t synchronous = 0;
+    total_order_replay(GetParam(), 128, k, mix::general, &synchronous);
+    if (GetParam() > 1) EXPECT_GT(synchronous, 0u) << "k throttled no node";
+  }
+}
+
+// lower_bound / successor look past the node of their key: probes, retries after empty nodes, late replies.
+TEST_P(OrderedMapSim, NeighbourSearchesMatchReplayInHeadOrder) {
+  total_order_replay(GetParam(), 128, ordered_map_options{}.asynchrony, mix::neighbours);
 }
 
 void per_client_replay(consistency c, int ranks, bool check_delivery) {
@@ -344,6 +371,61 @@ TEST_P(OrderedMapSim, StaleShortcutsFailOverToTheHead) {
     EXPECT_EQ(bounces, 1u) << "the stale shortcut sent the request back once";
     (void)bounces_before;
   }
+}
+
+// Shortcuts that go stale on their own: every rank deletes its keys in ascending order (each delete a min-key delete
+// that frees or shrinks a node) while it reads the keys just above through shortcuts of its own board. A request that
+// waits at a node which then loses the key range it entered for, or is freed, returns to its client and re-enters
+// at the head; each rank's reads must still see exactly its own earlier operations.
+TEST_P(OrderedMapSim, ShortcutsThatGoStaleFailOverToTheHead) {
+  const int ranks = GetParam();
+  std::uint64_t bounces = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    auto o = small_options(consistency::sequential);
+    o.window = o.window_min = o.window_max = 32;
+    o.adaptive_window = false;
+    sim s(ranks, o, seed);
+    std::mt19937_64 rng(seed);
+    const long n = 240;
+    for (long k = 0; k < n; ++k) {
+      op_spec<long, long> spec{op_kind::insert, k, 0, k * 10, {}};
+      while (!s.at(static_cast<int>(k % ranks)).try_issue(spec, [](auto&& res) { EXPECT_EQ(res.st, status::ok); }))
+        s.step();
+    }
+    s.run_until_quiet();
+    std::vector<long> next_erase(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) next_erase[static_cast<std::size_t>(r)] = r;
+    int failures = 0;
+    for (bool busy = true; busy;) {
+      busy = false;
+      for (int r = 0; r < ranks; ++r) {
+        long& k = next_erase[static_cast<std::size_t>(r)];
+        if (k >= n) continue;
+        busy = true;
+        op_spec<long, long> erase{op_kind::erase, k, 0, 0, {}};
+        // Its own key two steps above: still present, since this rank erases in order.
+        const long above = k + 2L * ranks;
+        op_spec<long, long> find{op_kind::find, above, 0, 0, {}};
+        if (!s.at(r).try_issue(erase, [&](auto&& res) { failures += res.st != status::ok; })) {
+          s.step();
+          continue;
+        }
+        k += ranks;
+        while (above < n && !s.at(r).try_issue(find, [&, above](auto&& res) {
+          failures += res.value != std::optional<long>(above * 10);
+        }))
+          s.step();
+        if (std::uniform_int_distribution<int>(0, 1)(rng) == 0) s.step();
+      }
+    }
+    s.run_until_quiet();
+    EXPECT_EQ(failures, 0);
+    EXPECT_TRUE(check_structure(s).empty());
+    for (int r = 0; r < ranks; ++r) bounces += s.at(r).stats().bounces;
+  }
+  std::printf("requests sent back by stale shortcuts: %llu\n", static_cast<unsigned long long>(bounces));
+  // One rank handles every request at once: nothing can change under a waiting request.
+  if (ranks > 1) EXPECT_GT(bounces, 0u) << "no shortcut went stale: the test lost its point";
 }
 
 TEST_P(OrderedMapSim, MultiDimensionalRanges) {

@@ -216,6 +216,15 @@ class ordered_map {
     shoal::am::barrier();
   }
 
+  /// COLLECTIVE: changes k, the degree of asynchrony of every node (after a quiescence barrier; paper §1.2: "set or
+  /// adjusted during execution").
+  void set_asynchrony(std::size_t k) {
+    barrier();
+    opts_.asynchrony = k;
+    service_->set_asynchrony(k);
+    shoal::am::barrier();
+  }
+
   std::size_t local_size() const { return service_->local_keys(); }
   std::size_t local_nodes() const { return service_->local_nodes(); }
   /// The current client window W of this rank (adapted when options().adaptive_window).

@@ -43,19 +43,22 @@ inline bool reads_only(op_kind k) {
 }
 
 namespace flag {
-inline constexpr std::uint8_t entry = 1;          // not yet started at its first node (validate, start at the top)
-inline constexpr std::uint8_t via_shortcut = 2;   // entered at a shortcut, not at the head
-inline constexpr std::uint8_t min_target = 4;     // an erase of the target node's min key (Figure 7b)
-inline constexpr std::uint8_t hi_inclusive = 8;  // range part [key, hi] rather than [key, hi)
-inline constexpr std::uint8_t continued = 16;     // lower_bound / successor continued from the previous node
-inline constexpr std::uint8_t node_removal = 32;  // internal erase that unlinks an emptied node, never a key
+inline constexpr std::uint16_t entry = 1;          // not yet started at its first node (validate, start at the top)
+inline constexpr std::uint16_t via_shortcut = 2;   // entered at a shortcut, not at the head
+inline constexpr std::uint16_t min_target = 4;     // an erase of the target node's min key (Figure 7b)
+inline constexpr std::uint16_t hi_inclusive = 8;   // range part [key, hi] rather than [key, hi)
+inline constexpr std::uint16_t synchronous = 16;   // the sender node waits until this request has arrived (k reached)
+inline constexpr std::uint16_t node_removal = 32;  // internal erase that unlinks an emptied node, never a key
+inline constexpr std::uint16_t split_check = 64;   // internal: the target node splits if it holds more than G
+inline constexpr std::uint16_t unmark = 128;       // with split_check: the node's SPLIT went elsewhere; clear the mark
+inline constexpr std::uint16_t probe = 256;        // lower_bound / successor: the first key of the target node
 }  // namespace flag
 
 /// A request: one operation of one client, or one part of a range query.
 template <class K, class V>
 struct request {
   op_kind op = op_kind::find;
-  std::uint8_t flags = 0;
+  std::uint16_t flags = 0;
   std::int32_t client = 0;
   std::uint64_t seq = 0;
   node_ref target;
@@ -70,12 +73,21 @@ struct request {
   node_ref marked;             // split: the node that asked for it
   std::int32_t new_height = 0;
   std::vector<waiter> waiters;  // erase: predecessors waiting for the min-key delete; split: relinked predecessors
+  node_ref sender;              // flag::synchronous: the node to tell when this request has arrived
+  std::uint8_t attempt = 0;     // lower_bound / successor: which pass of the operation (replies of older ones are late)
+  std::uint16_t probes = 0;     // lower_bound / successor: probes sent so far
+  node_ref probed;              // lower_bound / successor: the node probed last
 
-  bool has(std::uint8_t f) const { return (flags & f) != 0; }
-  void set(std::uint8_t f, bool on = true) { flags = on ? (flags | f) : (flags & ~f); }
+  bool has(std::uint16_t f) const { return (flags & f) != 0; }
+  void set(std::uint16_t f, bool on = true) {
+    flags = static_cast<std::uint16_t>(on ? (flags | f) : (flags & ~f));
+  }
 };
 
-enum class status : std::uint8_t { ok, absent, duplicate, list_full, split_needed };
+enum class status : std::uint8_t { ok, absent, duplicate, list_full, split_needed, retry };
+
+/// Operations that look past their key's node for the next key (answered with probes, see service.hpp).
+inline bool seeks_neighbour(op_kind k) { return k == op_kind::lower_bound || k == op_kind::successor; }
 
 /// The answer of one node to a client.
 template <class K, class V>
@@ -94,6 +106,8 @@ struct reply {
   node_ref new_node;  // split_needed
   node_ref marked;
   std::int32_t new_height = 0;
+  std::uint8_t attempt = 0;  // lower_bound / successor: the pass it answers
+  std::int32_t probes = -1;  // lower_bound / successor: -1 from a probe, else the probes the search sent
 };
 
 /// A request that could not be served where it arrived (stale shortcut, entry too low): sent back whole to its client,
@@ -171,6 +185,11 @@ struct split_data {
   std::vector<V> values;
 };
 
+/// The arrival of a synchronous request (paper §1.2: the MPI_Ssend after k eager sends), back to the node that sent it.
+struct arrived {
+  node_ref sender;
+};
+
 /// Channel hand-over: `from` will send to `dest` instead of an old sender on another rank; the fence travels behind
 /// the old sender's requests and the ack releases `from`'s held messages to `dest`.
 struct fence {
@@ -184,7 +203,7 @@ struct fence_ack {
 
 template <class K, class V>
 using message = std::variant<request<K, V>, reply<K, V>, bounce<K, V>, alloc_request<K>, alloc_reply, node_init<K, V>,
-                             set_link<K>, marker, split_take<K, V>, split_data<K, V>, fence, fence_ack>;
+                             set_link<K>, marker, split_take<K, V>, split_data<K, V>, fence, fence_ack, arrived>;
 
 // ---- byte format ---------------------------------------------------------------------------------------------------
 
@@ -255,10 +274,16 @@ class codec {
       default: break;
     }
     if (q.op == op_kind::erase || q.op == op_kind::split) w.write(q.waiters);
+    if (q.has(flag::synchronous)) w.write(q.sender);
+    if (seeks_neighbour(q.op)) {
+      w.write(q.attempt);
+      w.write(q.probes);
+      w.write(q.probed);
+    }
   }
   static void get(byte_reader& r, request<K, V>& q) {
     q.op = r.read<op_kind>();
-    q.flags = r.read<std::uint8_t>();
+    q.flags = r.read<std::uint16_t>();
     q.client = r.read<std::int32_t>();
     q.seq = r.read<std::uint64_t>();
     q.target = r.read<node_ref>();
@@ -280,6 +305,12 @@ class codec {
       default: break;
     }
     if (q.op == op_kind::erase || q.op == op_kind::split) q.waiters = r.read<std::vector<waiter>>();
+    if (q.has(flag::synchronous)) q.sender = r.read<node_ref>();
+    if (seeks_neighbour(q.op)) {
+      q.attempt = r.read<std::uint8_t>();
+      q.probes = r.read<std::uint16_t>();
+      q.probed = r.read<node_ref>();
+    }
   }
 
   static void put(byte_writer& w, const reply<K, V>& p) {
@@ -301,6 +332,10 @@ class codec {
       w.write(p.marked);
       w.write(p.new_height);
     }
+    if (seeks_neighbour(p.op)) {
+      w.write(p.attempt);
+      w.write(p.probes);
+    }
   }
   static void get(byte_reader& r, reply<K, V>& p) {
     p.client = r.read<std::int32_t>();
@@ -320,6 +355,10 @@ class codec {
       p.new_node = r.read<node_ref>();
       p.marked = r.read<node_ref>();
       p.new_height = r.read<std::int32_t>();
+    }
+    if (seeks_neighbour(p.op)) {
+      p.attempt = r.read<std::uint8_t>();
+      p.probes = r.read<std::int32_t>();
     }
   }
 
@@ -450,6 +489,8 @@ class codec {
     f.from = r.read<node_ref>();
     f.dest = r.read<node_ref>();
   }
+  static void put(byte_writer& w, const arrived& a) { w.write(a.sender); }
+  static void get(byte_reader& r, arrived& a) { a.sender = r.read<node_ref>(); }
 };
 
 }  // namespace shoal::detail::ordered_map

@@ -56,6 +56,8 @@ struct node {
   bool data_missing = false;
   std::optional<split_data<K, V>> data;
   bool marked = false;  // pending split through the client: inserts only locally
+  std::size_t eager_forwards = 0;  // requests forwarded to other ranks since the last synchronous one (k)
+  bool throttled = false;          // a synchronous forward has not arrived yet
 
   std::deque<request<K, V>> held;
   std::optional<request<K, V>> pending_insert;  // the insert whose split waits for a free node
@@ -64,7 +66,7 @@ struct node {
 
   int height() const { return static_cast<int>(tower.size()); }
   std::size_t size() const { return keys.size(); }
-  bool held_back() const { return waiting_levels > 0 || allocating || initializing; }
+  bool held_back() const { return waiting_levels > 0 || allocating || initializing || throttled; }
 
   /// Lower-bound position of `key` among the local keys.
   std::size_t position(const K& key) const {

@@ -35,8 +35,13 @@ struct ordered_map_options {
   std::size_t window_min = 4;
   std::size_t window_max = 1024;
   bool adaptive_window = true;
-  /// k: messages a rank buffers before it pushes them out (0: every message at once).
-  std::size_t asynchrony = 64;
+  /// k, the degree of asynchrony (paper §1.2 and §3): requests a node forwards to nodes of other ranks before one
+  /// must be synchronous — the node then holds new requests until that one has arrived (the paper's MPI_Ssend after
+  /// k eager sends). Small k throttles the flow through the list; 0 makes every forward synchronous.
+  std::size_t asynchrony = 256;
+  /// Messages a rank writes into its active-message buffers before it pushes them out (the rest leave at the next
+  /// progress call); 0 pushes every message out at once.
+  std::size_t batch = 64;
   /// Seed of the tower heights (each rank adds its rank).
   std::uint64_t seed = 0x5157a11;
 };

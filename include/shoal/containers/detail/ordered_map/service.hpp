@@ -79,6 +79,8 @@ struct service_stats {
   std::uint64_t splits = 0;
   std::uint64_t fences = 0;
   std::uint64_t nodes_freed = 0;
+  std::uint64_t synchronous_forwards = 0;  // forwards that made their node wait for their arrival (k reached)
+  std::uint64_t split_checks = 0;          // nodes above G without an insert (after a SPLIT), asked to split
 };
 
 template <class K, class V>
@@ -87,6 +89,7 @@ class service {
   using node_type = node<K, V>;
   using request_type = request<K, V>;
   using message_type = message<K, V>;
+  using reply_type = reply<K, V>;
   using result_type = op_result<K, V>;
   using completion = std::function<void(result_type&&)>;
   using codec_type = codec<K, V>;
@@ -121,21 +124,25 @@ class service {
   bool try_issue(const op_spec<K, V>& spec, completion done) {
     if (ops_.size() >= window_) return false;
     const bool strict = spec.op == op_kind::erase;
+    // The keys an operation may touch: [key, hi] for a range, [key, +inf) for lower_bound / successor, else key.
     const K& region_hi = spec.op == op_kind::range ? spec.hi : spec.key;
+    const bool unbounded = seeks_neighbour(spec.op);
     std::optional<typename bulletin_board<K>::shortcut> sc;
     if (opt_.semantics != consistency::total_order) sc = board_.lookup(spec.key, strict);
     bool via_head = !sc.has_value();
     if (opt_.semantics == consistency::sequential) {
-      const bool shortcut_ok = sc && !conflicts(false, sc->min, region_hi);
+      const bool shortcut_ok = sc && !conflicts(false, sc->min, region_hi, unbounded);
       if (!shortcut_ok) {
-        if (conflicts(true, spec.key, region_hi)) return false;
+        if (conflicts(true, spec.key, region_hi, unbounded)) return false;
         via_head = true;
       }
     }
     const std::uint64_t seq = next_seq_++;
     auto& o = ops_[seq];
     o.op = spec.op;
+    o.key = spec.key;
     o.hi = region_hi;
+    o.unbounded = unbounded;
     o.via_head = via_head;
     if (!via_head) o.entry_min = sc->min;
     o.done = std::move(done);
@@ -157,6 +164,8 @@ class service {
 
   /// Changes the semantics of this rank's client and nodes (every rank must change it, between quiescent points).
   void set_semantics(consistency c) { opt_.semantics = c; }
+  /// Changes k for this rank's nodes (every rank must change it, between quiescent points).
+  void set_asynchrony(std::size_t k) { opt_.asynchrony = k; }
 
   /// Operations issued by this rank and not yet delivered.
   std::size_t outstanding() const { return ops_.size(); }
@@ -195,7 +204,9 @@ class service {
  private:
   struct client_op {
     op_kind op = op_kind::find;
+    K key{};
     K hi{};
+    bool unbounded = false;  // lower_bound / successor: the keys above hi too
     bool via_head = true;
     K entry_min{};
     bool completed = false;
@@ -211,6 +222,12 @@ class service {
     };
     std::map<K, part> parts;
     K cursor{};
+    // lower_bound / successor: the current pass, its probes (expected once the search has answered) and the best
+    // probe answer so far
+    std::uint8_t attempt = 0;
+    int probes_expected = -1;
+    int probes_received = 0;
+    bool probe_failed = false;
   };
 
   /// The outgoing messages of one node while it waits for fences. One FIFO for all its successors: a message held
@@ -239,7 +256,7 @@ class service {
     }
     ++stats_.remote_messages;
     net_.send(rank, codec_type::encode(m));
-    if (++unflushed_ > opt_.asynchrony) flush();
+    if (++unflushed_ > opt_.batch) flush();
   }
 
   /// A message from node `from` to node `dest`: held while `from` waits for a fence on that channel, or while it
@@ -269,12 +286,13 @@ class service {
 
   /// A fence is needed when the new sender is on another rank than the old one and the old one's requests to `dest`
   /// may still be on the way (it is not on dest's rank, where they were handled at once) — or when the old sender
-  /// still holds messages (waiting for a fence of its own), which the new one must not overtake.
+  /// still holds messages or waits for a fence to `dest` itself (what it waits for — requests of the sender before
+  /// it, or the node_init that creates `dest` — must not be overtaken either: the new sender inherits the wait).
   bool needs_fence(const node_ref& old_sender, const node_ref& new_sender, const node_ref& dest) const {
     if (!dest.valid()) return false;
     if (old_sender.rank != new_sender.rank && old_sender.rank != dest.rank) return true;
     auto it = outbox_.find(old_sender);
-    return it != outbox_.end() && !it->second.queue.empty();
+    return it != outbox_.end() && (!it->second.queue.empty() || it->second.holds(dest));
   }
 
   void hand_over(const node_ref& old_sender, const node_ref& new_sender, const node_ref& dest) {
@@ -306,6 +324,10 @@ class service {
   }
 
   void handle(request_type& r) {
+    if (r.has(flag::synchronous)) {
+      r.set(flag::synchronous, false);
+      post(r.sender.rank, arrived{r.sender});
+    }
     node_type* x = manager_.get(r.target);
     if (x == nullptr) return send_back(std::move(r));
     if (x->held_back()) {
@@ -338,6 +360,7 @@ class service {
 
   void run(node_type& x, request_type& r) {
     ++stats_.requests_handled;
+    if (r.has(flag::probe)) return answer_probe(x, r);
     if (r.has(flag::entry)) {
       if (!valid_entry(x, r)) return send_back(std::move(r));
       r.set(flag::entry, false);
@@ -355,6 +378,7 @@ class service {
         if (reads_only(r.op) && opt_.semantics == consistency::none && jump(x, l, r)) return;
         return forward(x, l.next, lvl, std::move(r));
       }
+      if (seeks_neighbour(r.op) && l.has_next() && !(l.next == r.probed)) send_probe(x, lvl, r);
       if (r.op == op_kind::erase && l.has_next() && l.next_min == r.key) {
         // Figure 7(b): the next node's min key is deleted; this level waits until the delete has finished there.
         ++x.waiting_levels;
@@ -394,7 +418,27 @@ class service {
   void forward(node_type& x, const node_ref& next, int lvl, request_type&& r) {
     r.target = next;
     r.level = lvl;
+    if (next.rank != me_) throttle(x, r);
     send_from(x.self, next, std::move(r));
+  }
+
+  /// k (paper §3): after k eager forwards to other ranks a node's next one is synchronous, and the node holds new
+  /// requests until that one has arrived. Arrival is acknowledged unconditionally, so a wait never depends on
+  /// another node's state (no cycle of waits).
+  void throttle(node_type& x, request_type& r) {
+    if (x.eager_forwards++ < opt_.asynchrony) return;
+    x.eager_forwards = 0;
+    x.throttled = true;
+    r.set(flag::synchronous);
+    r.sender = x.self;
+    ++stats_.synchronous_forwards;
+  }
+
+  void handle(arrived& a) {
+    node_type* x = manager_.get(a.sender);
+    if (x == nullptr) return;
+    x->throttled = false;
+    drain(x->self);
   }
 
   void at_bottom(node_type& x, request_type&& r) {
@@ -408,22 +452,55 @@ class service {
       case op_kind::insert: return local_insert(x, std::move(r));
       case op_kind::erase: {
         const bool found = !r.has(flag::node_removal) && x.erase(r.key);
+        if (found) remove_if_empty(x);  // its min key was not a key (a SPLIT's new node), its last key was
         return post_reply(reply_for(r, found ? status::ok : status::absent));
       }
       case op_kind::lower_bound:
       case op_kind::successor: {
-        const auto i = x.first_from(r.key, r.op == op_kind::successor);
-        if (i) {
-          reply_type p = reply_for(r, status::ok);
-          p.key = x.keys[*i];
-          p.value = x.values[*i];
-          return post_reply(std::move(p));
-        }
-        if (x.tower[0].has_next()) return forward(x, x.tower[0].next, 0, std::move(r));
-        return post_reply(reply_for(r, status::absent));
+        reply_type p = first_key_from(x, r);
+        p.probes = r.probes;
+        return post_reply(std::move(p));
       }
       default: return;
     }
+  }
+
+  // ---- lower_bound / successor ---------------------------------------------------------------------------------
+  //
+  // The answer is the first key >= k (> k) of the node X that covers k, or else the first key of a node after X. A
+  // request that went on from X to its next node B along level 0 could be overtaken there by a later operation that
+  // reached B over a higher level (an insert into B), so instead every node where the search descends sends a probe
+  // to its next node on that level — once per node, from the highest level that links to it: over the link every
+  // later operation for that node takes, like a range part. The client takes X's answer, else the smallest probe answer. An empty probed node (a stale SPLIT's node
+  // waiting for removal) cannot say what lies behind it: the operation runs again from its entry.
+
+  void send_probe(node_type& x, int lvl, request_type& r) {
+    request_type p;
+    p.op = r.op;
+    p.set(flag::probe);
+    p.client = r.client;
+    p.seq = r.seq;
+    p.key = r.key;
+    p.attempt = r.attempt;
+    p.head_stamp = r.head_stamp;
+    ++r.probes;
+    r.probed = x.tower[static_cast<std::size_t>(lvl)].next;
+    forward(x, x.tower[static_cast<std::size_t>(lvl)].next, lvl, std::move(p));
+  }
+
+  reply_type first_key_from(const node_type& x, const request_type& r) {
+    const auto i = x.first_from(r.key, r.op == op_kind::successor);
+    if (!i) return reply_for(r, status::absent);
+    reply_type p = reply_for(r, status::ok);
+    p.key = x.keys[*i];
+    p.value = x.values[*i];
+    return p;
+  }
+
+  void answer_probe(const node_type& x, const request_type& r) {
+    reply_type p = x.keys.empty() ? reply_for(r, status::retry) : first_key_from(x, r);
+    p.probes = -1;
+    post_reply(std::move(p));
   }
 
   // ---- range queries (Listing 2): split at every tower level whose next node starts inside the range --------------
@@ -467,7 +544,12 @@ class service {
   };
 
   void local_insert(node_type& x, request_type&& r) {
-    if (!x.insert(r.key, r.value)) return post_reply(reply_for(r, status::duplicate));
+    if (r.has(flag::split_check)) {
+      if (r.has(flag::unmark)) x.marked = false;
+      if (x.size() <= opt_.granularity || x.marked) return;
+    } else if (!x.insert(r.key, r.value)) {
+      return post_reply(reply_for(r, status::duplicate));
+    }
     if (x.size() <= opt_.granularity || x.marked) return post_reply(reply_for(r, status::ok));
     // Too many key-values: split. A tower no taller than this node's goes right after it (6b); a taller one must go
     // before it, which only a traversal from the head can link (6c): this node is marked and the client asks for it.
@@ -512,12 +594,14 @@ class service {
 
   void complete_split(node_type& x, request_type&& r, const node_ref& got, pending_split ps) {
     if (!got.valid()) {
+      if (r.has(flag::split_check)) return;  // stays above G until an insert finds a free node
       x.erase(r.key);
       return post_reply(reply_for(r, status::list_full));
     }
     ++stats_.splits;
     if (!ps.before) {
       split_after(x, got, ps.height);
+      split_check_if_above_g(x);
       return post_reply(reply_for(r, status::ok));
     }
     x.marked = true;
@@ -558,6 +642,7 @@ class service {
       if (m.fenced[lvl]) expect_fence(b->self, m.next[lvl]);
     }
     board_.post(b->min, b->self, b->height());
+    split_check_if_above_g(*b);
     drain(b->self);
   }
 
@@ -578,13 +663,35 @@ class service {
     std::vector<K> keys;
     std::vector<V> values;
     x.take_tail(x.position(r.key), keys, values);
+    remove_if_empty(x);
     if (old.next == r.marked) {
       send_from(x.self, r.marked,
                 split_take<K, V>{r.marked, r.new_node, r.client, r.seq, static_cast<std::int32_t>(r.waiters.size()),
                                  std::move(keys), std::move(values)});
     } else {
       post(r.new_node.rank, split_data<K, V>{r.new_node, node_ref{}, K{}, std::move(keys), std::move(values)});
+      split_check(r.marked, true);  // the marked node hands nothing over: unmarked, it may split again
     }
+  }
+
+  /// Asks node `x` to split if it holds more than G key-values — a node can get there without an insert: a marked
+  /// node keeps taking inserts, and a node created by a SPLIT gets keys from two nodes. As a request, it waits its
+  /// turn at the node like any other. `unmark` clears the mark of a node whose SPLIT linked its node elsewhere.
+  void split_check(const node_ref& x, bool unmark = false) {
+    request_type r;
+    r.op = op_kind::insert;
+    r.set(flag::split_check);
+    r.set(flag::unmark, unmark);
+    r.client = me_;
+    r.seq = next_internal_seq_++;
+    r.target = x;
+    r.level = -1;  // straight to the local insert step, no level to walk
+    ++stats_.split_checks;
+    post(x.rank, std::move(r));
+  }
+
+  void split_check_if_above_g(const node_type& x) {
+    if (x.size() > opt_.granularity && !x.marked) split_check(x.self);
   }
 
   void handle(split_take<K, V>& m) {
@@ -632,6 +739,7 @@ class service {
       mk->marked = false;
       data.giver = mk->self;
       data.giver_min = mk->min;
+      split_check_if_above_g(*mk);
     }
     post(m.new_node.rank, std::move(data));
   }
@@ -668,21 +776,25 @@ class service {
     n.data.reset();
     n.initializing = false;
     board_.post(n.min, n.self, n.height());
-    if (n.keys.empty()) {
-      // The marked node was deleted before the split reached it: this node is a zombie with nothing to hold, and
-      // removes itself with a delete of its own min key (unlinked level by level, like any emptied node). It is a
-      // node removal, not an erase: by the time it passes, a client may have inserted that key again (into this node
-      // or, if this node's min moved up, into its predecessor), and that key must stay. If this node is no longer
-      // empty when the removal reaches it, it only refreshes its min key.
-      request_type r;
-      r.op = op_kind::erase;
-      r.set(flag::node_removal);
-      r.client = me_;
-      r.seq = next_internal_seq_++;
-      r.key = n.min;
-      enter(std::move(r), head_ref);
-    }
+    split_check_if_above_g(n);
+    remove_if_empty(n);  // the marked node was deleted before the split reached it: nothing to hold
     drain(n.self);
+  }
+
+  /// A node left empty other than by a delete of its min key (a stale SPLIT's new node; a split's level-0 predecessor
+  /// that gave all its keys away; a node whose min key is not one of its keys losing its last key) removes itself with a delete of its own min key, unlinked level by level like any emptied node.
+  /// It is a node removal, not an erase: by the time it passes, a client may have inserted that key again (into this
+  /// node or, if its min moved up, into its predecessor), and that key must stay. If the node is no longer empty
+  /// when the removal reaches it, it only refreshes its min key.
+  void remove_if_empty(const node_type& n) {
+    if (!n.keys.empty() || n.is_head) return;
+    request_type r;
+    r.op = op_kind::erase;
+    r.set(flag::node_removal);
+    r.client = me_;
+    r.seq = next_internal_seq_++;
+    r.key = n.min;
+    enter(std::move(r), head_ref);
   }
 
   void set_min(node_type& x, const K& m) {
@@ -747,12 +859,26 @@ class service {
     if (same_min_ahead && !r.has(flag::node_removal)) return pass_on(t, std::move(r), std::move(beyond));
     const bool found = !r.has(flag::node_removal) && t.erase(r.key);
     if (t.keys.empty() && !t.is_head) {
-      // A node removal of N in front of M: M's waiting predecessors still wait for M, so the removal goes on to M
-      // (which only refreshes its min key) and replies there.
+      // A node removal of N in front of M (same min key): M's waiting predecessors above N's tower still wait for
+      // M, so the removal goes on to M and replies there (M refreshes its min key, or is removed too if empty). N's
+      // own predecessors on the levels where M follows N wait for M from now on — if M goes too, they must learn
+      // what follows M — and N sends M their markers behind everything it forwarded to M.
       if (!beyond.empty()) {
+        const node_ref m = t.tower[0].next;
+        std::vector<waiter> released;
+        for (auto w : r.waiters) {
+          if (!(t.tower[static_cast<std::size_t>(w.level)].next == m)) {
+            released.push_back(w);
+            continue;
+          }
+          w.target = m;
+          beyond.push_back(w);
+          send_from(t.self, m, marker{m, r.client, r.seq});
+        }
+        r.waiters = std::move(released);
         request_type rest = r;
         rest.waiters = std::move(beyond);
-        forward(t, t.tower[0].next, 0, std::move(rest));
+        forward(t, m, 0, std::move(rest));
         return unlink_and_free(t, r);
       }
       unlink_and_free(t, r);
@@ -803,8 +929,6 @@ class service {
 
   // ---- replies and bounces at the client -------------------------------------------------------------------------
 
-  using reply_type = reply<K, V>;
-
   static reply_type reply_for(const request_type& r, status st) {
     reply_type p;
     p.client = r.client;
@@ -812,6 +936,7 @@ class service {
     p.st = st;
     p.op = r.op;
     p.head_stamp = r.head_stamp;
+    p.attempt = r.attempt;
     return p;
   }
 
@@ -822,18 +947,79 @@ class service {
 
   /// A request that cannot go on where it is returns to its client, which re-enters it at the head.
   void send_back(request_type&& r) {
+    if (r.has(flag::split_check)) return;  // the node is gone: nothing to split
     ++stats_.bounces;
-    r.flags &= static_cast<std::uint8_t>(flag::hi_inclusive | flag::node_removal);
+    r.flags &= static_cast<std::uint16_t>(flag::hi_inclusive | flag::node_removal | flag::probe);
     r.waiters.clear();
     r.head_stamp = 0;
+    r.probes = 0;
+    r.probed = {};
     const int to = r.client;
     post(to, bounce<K, V>{std::move(r)});
   }
 
   void handle(bounce<K, V>& b) {
     auto it = ops_.find(b.req.seq);
-    if (it != ops_.end()) it->second.via_head = true;
+    if (b.req.has(flag::probe)) {  // the probed node is gone: like an empty one
+      reply_type p = reply_for(b.req, status::retry);
+      return handle(p);
+    }
+    if (it != ops_.end()) {
+      if (seeks_neighbour(b.req.op)) {
+        // Probes of the failed pass may still answer: they are recognised by the old attempt number and ignored.
+        b.req.attempt = ++it->second.attempt;
+        it->second.probes_expected = -1;
+        it->second.probes_received = 0;
+        it->second.probe_failed = false;
+        it->second.result = {};
+      }
+      it->second.via_head = true;
+    }
     enter(std::move(b.req), head_ref);
+  }
+
+  /// A reply of a lower_bound / successor pass: the search's own (probes >= 0) or a probe's. True once the operation
+  /// has its answer; a pass that met an empty node runs again from the head.
+  bool neighbour_answered(client_op& o, std::uint64_t seq, reply_type& p) {
+    if (p.attempt != o.attempt) return false;
+    auto& res = o.result;
+    res.head_stamp = std::max(res.head_stamp, p.head_stamp);
+    if (p.probes >= 0) {
+      // The search's own answer: found in the node of the key, it is the answer (every probed node lies beyond).
+      o.probes_expected = p.st == status::ok ? 0 : p.probes;
+      if (p.st == status::ok) {
+        res.st = status::ok;
+        res.key = std::move(p.key);
+        res.value = std::move(p.value);
+        o.probe_failed = false;
+      }
+    } else {
+      ++o.probes_received;
+      if (p.st == status::retry) o.probe_failed = true;
+      if (p.st == status::ok && (!res.key || p.key < *res.key)) {
+        res.key = std::move(p.key);
+        res.value = std::move(p.value);
+      }
+    }
+    if (o.probes_expected < 0 || (o.probes_expected > 0 && o.probes_received < o.probes_expected)) return false;
+    if (o.probes_expected > 0 && o.probe_failed) {
+      request_type r;
+      r.op = o.op;
+      r.client = me_;
+      r.seq = seq;
+      r.key = o.key;
+      r.attempt = ++o.attempt;
+      o.probes_expected = -1;
+      o.probes_received = 0;
+      o.probe_failed = false;
+      res = {};
+      o.via_head = true;
+      ++stats_.bounces;
+      enter(std::move(r), head_ref);
+      return false;
+    }
+    if (!res.key) res.st = status::absent;
+    return true;
   }
 
   void handle(reply_type& p) {
@@ -841,9 +1027,12 @@ class service {
     auto it = ops_.find(p.seq);
     if (it == ops_.end()) return;
     auto& o = it->second;
+    if (o.completed) return;  // a late probe of a lower_bound answered by its key's node
     auto& res = o.result;
-    res.head_stamp = p.head_stamp;
-    if (p.op == op_kind::range) {
+    if (seeks_neighbour(p.op)) {
+      if (!neighbour_answered(o, it->first, p)) return;
+    } else if (p.op == op_kind::range) {
+      res.head_stamp = p.head_stamp;
       o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)});
       for (;;) {
         auto part = o.parts.find(o.cursor);
@@ -859,12 +1048,9 @@ class service {
       }
       o.parts.clear();
     } else {
+      res.head_stamp = p.head_stamp;
       res.st = p.st == status::split_needed ? status::ok : p.st;
       if (p.op == op_kind::find && p.st == status::ok) res.value = std::move(p.value);
-      if ((p.op == op_kind::lower_bound || p.op == op_kind::successor) && p.st == status::ok) {
-        res.key = std::move(p.key);
-        res.value = std::move(p.value);
-      }
     }
     o.completed = true;
     adapt_window(clock_now() - o.issued_at);
@@ -904,13 +1090,13 @@ class service {
 
   /// Sequential consistency: may a new operation covering keys up to `hi`, entering at the head (`at_head`) or at a
   /// shortcut whose min key is `entry_min`, overtake one of this client's operations still on its way?
-  bool conflicts(bool at_head, const K& entry_min, const K& hi) const {
+  bool conflicts(bool at_head, const K& entry_min, const K& hi, bool unbounded) const {
     for (const auto& [seq, o] : ops_) {
       if (o.completed) continue;
       if (at_head && o.via_head) continue;  // both enter at the head: the list keeps their order
-      // The nodes an operation visits lie between its entry and its largest key.
-      const bool below = !at_head && o.hi < entry_min;
-      const bool above = !o.via_head && hi < o.entry_min;
+      // The nodes an operation visits lie between its entry and its largest key (no largest key: unbounded).
+      const bool below = !at_head && !o.unbounded && o.hi < entry_min;
+      const bool above = !o.via_head && !unbounded && hi < o.entry_min;
       if (!below && !above) return true;
     }
     return false;
