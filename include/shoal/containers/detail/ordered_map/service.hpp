@@ -146,7 +146,6 @@ class service {
     o.via_head = via_head;
     if (!via_head) o.entry_min = sc->min;
     o.done = std::move(done);
-    o.issued_at = clock_now();
     if (spec.op == op_kind::range) o.cursor = spec.key;
 
     request_type r;
@@ -212,7 +211,6 @@ class service {
     bool completed = false;
     completion done;
     result_type result;
-    double issued_at = 0;
     // range reassembly: parts by start key, and the start of the first part not yet received
     struct part {
       K hi;
@@ -1053,7 +1051,7 @@ class service {
       if (p.op == op_kind::find && p.st == status::ok) res.value = std::move(p.value);
     }
     o.completed = true;
-    adapt_window(clock_now() - o.issued_at);
+    adapt_window();
     deliver_completed(it);
   }
 
@@ -1103,8 +1101,7 @@ class service {
   }
 
   /// Section 3: each client measures its reply rate and moves W towards the best one it has seen.
-  void adapt_window(double latency) {
-    (void)latency;
+  void adapt_window() {
     if (!opt_.adaptive_window) return;
     if (++sample_count_ < sample_size) return;
     const double now = clock_now();
