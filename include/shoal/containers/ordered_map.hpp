@@ -14,12 +14,17 @@
 //   range("4.[2,8].3.[1,3]") / range(key_box)  tuple/array-of-integer keys: per-dimension values and intervals
 //   wait()                                     this rank's operations all complete
 //   size()            COLLECTIVE               key-values in the map (after a quiescence barrier)
+//   set_consistency(c) / set_asynchrony(k)  COLLECTIVE  change the semantics / k between quiescent points
 //   ordered_map(opts) / ~ordered_map()  COLLECTIVE
 //
 // Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
-//   find / insert / erase / lower_bound    M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
+//   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
 //                                          from a shortcut); each hop to a node of another rank is one message,
 //                                          a hop between nodes of one rank is a function call
+//   lower_bound / successor                as find, + 2 messages (probe, its reply) per distinct node the search
+//                                          descends in front of (at most the list's height)
+//   every (k+1)-th forward of a node to another rank: + 1 arrival message; the node holds requests meanwhile (k =
+//                                          ordered_map_options::asynchrony, set_asynchrony)
 //   insert that splits a node              + 1 allocation round trip when the free node is on another rank;
 //                                          taller tower (Figure 6c): + one SPLIT request from the client, O(log N)
 //   erase of a node's min key (Figure 7b)  + 2 messages per level of the node (marker, release)
