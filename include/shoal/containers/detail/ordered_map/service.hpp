@@ -141,11 +141,8 @@ class service {
     auto& o = ops_[seq];
     o.op = spec.op;
     o.key = spec.key;
-    o.hi = region_hi;
-    o.unbounded = unbounded;
-    o.via_head = via_head;
-    if (!via_head) o.entry_min = sc->min;
     o.done = std::move(done);
+    open_.push_back({seq, via_head ? K{} : sc->min, region_hi, via_head, unbounded});
     if (spec.op == op_kind::range) o.cursor = spec.key;
 
     request_type r;
@@ -204,10 +201,6 @@ class service {
   struct client_op {
     op_kind op = op_kind::find;
     K key{};
-    K hi{};
-    bool unbounded = false;  // lower_bound / successor: the keys above hi too
-    bool via_head = true;
-    K entry_min{};
     bool completed = false;
     completion done;
     result_type result;
@@ -226,6 +219,16 @@ class service {
     int probes_expected = -1;
     int probes_received = 0;
     bool probe_failed = false;
+  };
+
+  /// The keys an operation still on its way may visit (sequential consistency): from its entry (the head, or a
+  /// shortcut's min key) to its largest key (none: unbounded). A flat list, scanned on every issue.
+  struct open_region {
+    std::uint64_t seq = 0;
+    K entry_min{};
+    K hi{};
+    bool via_head = true;
+    bool unbounded = false;  // lower_bound / successor: the keys above hi too
   };
 
   /// The outgoing messages of one node while it waits for fences. One FIFO for all its successors: a message held
@@ -963,6 +966,7 @@ class service {
       return handle(p);
     }
     if (it != ops_.end()) {
+      reenter_at_head(it->first);
       if (seeks_neighbour(b.req.op)) {
         // Probes of the failed pass may still answer: they are recognised by the old attempt number and ignored.
         b.req.attempt = ++it->second.attempt;
@@ -971,7 +975,6 @@ class service {
         it->second.probe_failed = false;
         it->second.result = {};
       }
-      it->second.via_head = true;
     }
     enter(std::move(b.req), head_ref);
   }
@@ -1011,7 +1014,7 @@ class service {
       o.probes_received = 0;
       o.probe_failed = false;
       res = {};
-      o.via_head = true;
+      reenter_at_head(seq);
       ++stats_.bounces;
       enter(std::move(r), head_ref);
       return false;
@@ -1051,6 +1054,7 @@ class service {
       if (p.op == op_kind::find && p.st == status::ok) res.value = std::move(p.value);
     }
     o.completed = true;
+    close_region(it->first);
     adapt_window();
     deliver_completed(it);
   }
@@ -1089,8 +1093,7 @@ class service {
   /// Sequential consistency: may a new operation covering keys up to `hi`, entering at the head (`at_head`) or at a
   /// shortcut whose min key is `entry_min`, overtake one of this client's operations still on its way?
   bool conflicts(bool at_head, const K& entry_min, const K& hi, bool unbounded) const {
-    for (const auto& [seq, o] : ops_) {
-      if (o.completed) continue;
+    for (const auto& o : open_) {
       if (at_head && o.via_head) continue;  // both enter at the head: the list keeps their order
       // The nodes an operation visits lie between its entry and its largest key (no largest key: unbounded).
       const bool below = !at_head && !o.unbounded && o.hi < entry_min;
@@ -1098,6 +1101,23 @@ class service {
       if (!below && !above) return true;
     }
     return false;
+  }
+
+  open_region* find_region(std::uint64_t seq) {
+    for (auto& o : open_)
+      if (o.seq == seq) return &o;
+    return nullptr;
+  }
+
+  void reenter_at_head(std::uint64_t seq) {
+    if (auto* o = find_region(seq)) o->via_head = true;
+  }
+
+  void close_region(std::uint64_t seq) {
+    if (auto* o = find_region(seq)) {
+      *o = std::move(open_.back());
+      open_.pop_back();
+    }
   }
 
   /// Section 3: each client measures its reply rate and moves W towards the best one it has seen.
@@ -1136,6 +1156,7 @@ class service {
 
   // client
   std::map<std::uint64_t, client_op> ops_;
+  std::vector<open_region> open_;  // regions of the operations in ops_ not yet completed
   std::uint64_t next_seq_ = 1;
   std::uint64_t next_internal_seq_ = std::uint64_t{1} << 62;  // splits and zombie removals: no client op waits
   std::size_t window_;
