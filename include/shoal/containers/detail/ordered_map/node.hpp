@@ -52,13 +52,14 @@ struct node {
   int waiting_levels = 0;   // predecessor levels waiting for a min-key DELETE of the next node
   bool allocating = false;  // a split asked the managers for a free node
   bool initializing = false;  // a node being linked in before a marked node (Figure 6c)
-  int links_missing = 0;
+  bool throttled = false;     // a synchronous forward has not arrived yet (k)
   bool data_missing = false;
-  std::optional<split_data<K, V>> data;
+  int links_missing = 0;
   bool marked = false;  // pending split through the client: inserts only locally
   std::size_t eager_forwards = 0;  // requests forwarded to other ranks since the last synchronous one (k)
-  bool throttled = false;          // a synchronous forward has not arrived yet
 
+  // held requests and parked operations (rarely used; after the fields every request reads)
+  std::optional<split_data<K, V>> data;
   std::deque<request<K, V>> held;
   std::optional<request<K, V>> pending_insert;  // the insert whose split waits for a free node
   std::optional<request<K, V>> parked_delete;   // min-key delete waiting for its predecessors' markers
