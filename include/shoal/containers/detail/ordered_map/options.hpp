@@ -19,8 +19,9 @@ enum class consistency {
 
 struct ordered_map_options {
   consistency semantics = consistency::sequential;
-  /// G: the most key-values a node holds before it splits.
-  std::size_t granularity = 128;
+  /// G: the most key-values a node holds before it splits. Larger G means fewer nodes and hops per operation and
+  /// fewer range parts; 512 measured fastest here at 10^6 keys (finds ~1.3x, ranges ~1.5x over G = 128; 1024 alike).
+  std::size_t granularity = 512;
   /// Tower heights: level i+1 with probability tower_p given level i, at most max_height levels.
   double tower_p = 0.25;
   int max_height = 12;
