@@ -472,8 +472,9 @@ class service {
   // request that went on from X to its next node B along level 0 could be overtaken there by a later operation that
   // reached B over a higher level (an insert into B), so instead every node where the search descends sends a probe
   // to its next node on that level — once per node, from the highest level that links to it: over the link every
-  // later operation for that node takes, like a range part. The client takes X's answer, else the smallest probe answer. An empty probed node (a stale SPLIT's node
-  // waiting for removal) cannot say what lies behind it: the operation runs again from its entry.
+  // later operation for that node takes, like a range part. The client takes X's answer, else the smallest probe
+  // answer. An empty probed node (a stale SPLIT's node waiting for removal) cannot say what lies behind it: the
+  // operation runs again from the head.
 
   void send_probe(node_type& x, int lvl, request_type& r) {
     request_type p;
@@ -783,10 +784,11 @@ class service {
   }
 
   /// A node left empty other than by a delete of its min key (a stale SPLIT's new node; a split's level-0 predecessor
-  /// that gave all its keys away; a node whose min key is not one of its keys losing its last key) removes itself with a delete of its own min key, unlinked level by level like any emptied node.
-  /// It is a node removal, not an erase: by the time it passes, a client may have inserted that key again (into this
-  /// node or, if its min moved up, into its predecessor), and that key must stay. If the node is no longer empty
-  /// when the removal reaches it, it only refreshes its min key.
+  /// that gave all its keys away; a node whose min key is not one of its keys losing its last key) removes itself
+  /// with a delete of its own min key, unlinked level by level like any emptied node. It is a node removal, not an
+  /// erase: by the time it passes, a client may have inserted that key again (into this node or, if its min moved
+  /// up, into its predecessor), and that key must stay. If the node is no longer empty when the removal reaches it,
+  /// it only refreshes its min key.
   void remove_if_empty(const node_type& n) {
     if (!n.keys.empty() || n.is_head) return;
     request_type r;
