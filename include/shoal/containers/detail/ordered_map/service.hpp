@@ -680,16 +680,23 @@ class service {
   /// node keeps taking inserts, and a node created by a SPLIT gets keys from two nodes. As a request, it waits its
   /// turn at the node like any other. `unmark` clears the mark of a node whose SPLIT linked its node elsewhere.
   void split_check(const node_ref& x, bool unmark = false) {
-    request_type r;
-    r.op = op_kind::insert;
+    request_type r = internal_request(op_kind::insert);
     r.set(flag::split_check);
     r.set(flag::unmark, unmark);
-    r.client = me_;
-    r.seq = next_internal_seq_++;
     r.target = x;
     r.level = -1;  // straight to the local insert step, no level to walk
     ++stats_.split_checks;
     post(x.rank, std::move(r));
+  }
+
+  /// A request of the service itself (SPLIT, split check, node removal): its replies come to this rank, where no
+  /// client operation waits for them.
+  request_type internal_request(op_kind op) {
+    request_type r;
+    r.op = op;
+    r.client = me_;
+    r.seq = next_internal_seq_++;
+    return r;
   }
 
   void split_check_if_above_g(const node_type& x) {
@@ -791,11 +798,8 @@ class service {
   /// it only refreshes its min key.
   void remove_if_empty(const node_type& n) {
     if (!n.keys.empty() || n.is_head) return;
-    request_type r;
-    r.op = op_kind::erase;
+    request_type r = internal_request(op_kind::erase);
     r.set(flag::node_removal);
-    r.client = me_;
-    r.seq = next_internal_seq_++;
     r.key = n.min;
     enter(std::move(r), head_ref);
   }
@@ -969,16 +973,19 @@ class service {
     }
     if (it != ops_.end()) {
       reenter_at_head(it->first);
-      if (seeks_neighbour(b.req.op)) {
-        // Probes of the failed pass may still answer: they are recognised by the old attempt number and ignored.
-        b.req.attempt = ++it->second.attempt;
-        it->second.probes_expected = -1;
-        it->second.probes_received = 0;
-        it->second.probe_failed = false;
-        it->second.result = {};
-      }
+      if (seeks_neighbour(b.req.op)) b.req.attempt = next_pass(it->second);
     }
     enter(std::move(b.req), head_ref);
+  }
+
+  /// Starts a new pass of a lower_bound / successor: probes of the failed pass may still answer, and are recognised
+  /// by their old attempt number and ignored. Returns the new attempt number.
+  static std::uint8_t next_pass(client_op& o) {
+    o.probes_expected = -1;
+    o.probes_received = 0;
+    o.probe_failed = false;
+    o.result = {};
+    return ++o.attempt;
   }
 
   /// A reply of a lower_bound / successor pass: the search's own (probes >= 0) or a probe's. True once the operation
@@ -1011,11 +1018,7 @@ class service {
       r.client = me_;
       r.seq = seq;
       r.key = o.key;
-      r.attempt = ++o.attempt;
-      o.probes_expected = -1;
-      o.probes_received = 0;
-      o.probe_failed = false;
-      res = {};
+      r.attempt = next_pass(o);
       reenter_at_head(seq);
       ++stats_.bounces;
       enter(std::move(r), head_ref);
@@ -1077,10 +1080,7 @@ class service {
   }
 
   void issue_split(const reply_type& p) {
-    request_type r;
-    r.op = op_kind::split;
-    r.client = me_;
-    r.seq = next_internal_seq_++;
+    request_type r = internal_request(op_kind::split);
     r.key = p.key;
     r.new_node = p.new_node;
     r.marked = p.marked;
