@@ -2,6 +2,8 @@
 #                    [VARIANTS <label>:<VAR=value>[,<VAR=value>...] ...] [MAIN <file>])
 # Builds one test binary and registers it under mpiexec once per rank count (and once more per variant), e.g.
 # core.np2 and core.mpi.np2. Every test has a timeout, so a hang fails instead of stalling the suite.
+# Tests start through scripts/multihost/launch: on this host, or across emulated hosts when SHOAL_TEST_HOSTS is set
+# (scripts/test.sh's multihost configurations run the .np2 and .np4 tests that way).
 set(SHOAL_TEST_ENV
     "OMPI_ALLOW_RUN_AS_ROOT=1"
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
@@ -9,6 +11,7 @@ set(SHOAL_TEST_ENV
     "OMPI_MCA_mpi_yield_when_idle=1"
     "ASAN_OPTIONS=detect_leaks=0"
     "SHOAL_HEAP_SIZE=64M")
+set(SHOAL_TEST_LAUNCH ${PROJECT_SOURCE_DIR}/scripts/multihost/launch)
 
 function(shoal_add_mpi_test name)
   cmake_parse_arguments(T "" "TIMEOUT;MAIN" "SOURCES;RANKS;LIBS;VARIANTS" ${ARGN})
@@ -44,7 +47,7 @@ function(shoal_add_mpi_test name)
         set(test_name ${name}.${label}.np${n})
       endif()
       add_test(NAME ${test_name}
-               COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} ${MPIEXEC_PREFLAGS}
+               COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} ${MPIEXEC_PREFLAGS}
                        $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS})
       set(procs ${n})
       if(procs GREATER 2)

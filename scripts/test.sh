@@ -2,37 +2,68 @@
 # The whole test suite: install what is missing, then build and run every test (1, 2, 3 and 4 ranks) three times:
 # with Open MPI (Debug, range checks on), with MPICH, and with AddressSanitizer + UBSan; finally install shoal and
 # build a consumer project against the installed tree with find_package(shoal).
-# Choose a subset with SHOAL_TEST_CONFIGS="openmpi mpich asan consumer".
+# Then the multi-host configurations: the .np2 and .np4 tests again, spread over two emulated hosts (network
+# namespaces joined by a veth link, scripts/multihost.sh): 2 hosts x 1 rank and 2 hosts x 2 ranks, with Open MPI
+# (its default one-sided components) and with MPICH.
+# Choose a subset with SHOAL_TEST_CONFIGS="openmpi mpich asan consumer multihost-openmpi multihost-mpich".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
 source scripts/env.sh
 
 mkdir -p build
-configs=${SHOAL_TEST_CONFIGS:-"openmpi mpich asan consumer"}
+configs=${SHOAL_TEST_CONFIGS:-"openmpi mpich asan consumer multihost-openmpi multihost-mpich"}
 mpich_flags=(-DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich
              -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich)
 passed=0
 failed=0
 failures=()
 
-run_suite() {  # name, cmake flags...
+build_suite() {  # name, cmake flags...
   local name=$1; shift
   local dir=build/test-$name
   echo "=== $name: configure and build ==="
   if ! cmake -S . -B "$dir" -DSHOAL_BUILD_BENCH=ON "$@" >"$dir.configure.log" 2>&1; then
-    cat "$dir.configure.log"; failed=$((failed + 1)); failures+=("$name: configure"); return
+    cat "$dir.configure.log"; failed=$((failed + 1)); failures+=("$name: configure"); return 1
   fi
   if ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
-    grep -E "error|Error" "$dir.build.log" | head -40; failed=$((failed + 1)); failures+=("$name: build"); return
+    grep -E "error|Error" "$dir.build.log" | head -40; failed=$((failed + 1)); failures+=("$name: build"); return 1
   fi
-  echo "=== $name: ctest ==="
-  (cd "$dir" && ctest -j"$jobs" --output-on-failure --timeout 300) | tee "$dir.ctest.log"
+}
+
+ctest_suite() {  # label, build dir, ctest arguments...
+  local label=$1 dir=$2; shift 2
+  echo "=== $label: ctest ==="
+  (cd "$dir" && ctest -j"$jobs" --output-on-failure --timeout 300 "$@") | tee "$dir.$label.ctest.log"
   local p f
-  p=$(grep -cE "Test +#[0-9]+: .* Passed" "$dir.ctest.log")
-  f=$(grep -cE "Test +#[0-9]+: .* (\*\*\*|Failed|Timeout|Not Run|Exception)" "$dir.ctest.log")
+  p=$(grep -cE "Test +#[0-9]+: .* Passed" "$dir.$label.ctest.log")
+  f=$(grep -cE "Test +#[0-9]+: .* (\*\*\*|Failed|Timeout|Not Run|Exception)" "$dir.$label.ctest.log")
   passed=$((passed + p)); failed=$((failed + f))
-  [ "$f" -eq 0 ] || failures+=("$name: $f test(s)")
+  [ "$f" -eq 0 ] || failures+=("$label: $f test(s)")
+}
+
+run_suite() {  # name, cmake flags...
+  local name=$1
+  build_suite "$@" && ctest_suite "$name" "build/test-$name"
+}
+
+# multihost NAME SUITE cmake flags...: the .np2 / .np4 tests of SUITE's build, launched across 2 emulated hosts.
+multihost() {
+  local name=$1 suite=$2; shift 2
+  if ! scripts/multihost.sh check; then
+    echo "=== $name: SKIPPED: this machine cannot create network namespaces (needs root or CAP_NET_ADMIN and" \
+         "iproute2), so no hosts can be emulated ==="
+    return
+  fi
+  build_suite "$suite" "$@" || return
+  if ! scripts/multihost.sh up 2; then failed=$((failed + 1)); failures+=("$name: emulated hosts"); return; fi
+  trap 'scripts/multihost.sh down' EXIT
+  trap 'scripts/multihost.sh down; exit 130' INT TERM
+  export SHOAL_TEST_HOSTS=2
+  ctest_suite "$name" "build/test-$suite" -R '[.]np[24]$'
+  unset SHOAL_TEST_HOSTS
+  scripts/multihost.sh down
+  trap - EXIT INT TERM
 }
 
 consumer() {
@@ -56,6 +87,8 @@ for c in $configs; do
     mpich)    run_suite mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=ON "${mpich_flags[@]}" ;;
     asan)     run_suite asan -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=ON ;;
     consumer) consumer ;;
+    multihost-openmpi) multihost multihost-openmpi openmpi -DCMAKE_BUILD_TYPE=Debug ;;
+    multihost-mpich) multihost multihost-mpich mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=ON "${mpich_flags[@]}" ;;
     *) echo "unknown configuration '$c' in SHOAL_TEST_CONFIGS"; exit 2 ;;
   esac
 done

@@ -13,14 +13,14 @@ if(SHOAL_BUILD_BENCH)
       set(procs 2)
     endif()
     add_test(NAME contig.small.np${n}
-             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} $<TARGET_FILE:shoal-contig>
+             COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} $<TARGET_FILE:shoal-contig>
                      ${PROJECT_SOURCE_DIR}/data/contig_small.ufx --out ${CMAKE_CURRENT_BINARY_DIR}/contig_small.np${n}.fa
                      --expected ${PROJECT_SOURCE_DIR}/data/contig_small.expected.fa --message-bytes 1024)
     add_test(NAME contig.plain_genome.np${n}
-             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} $<TARGET_FILE:shoal-contig>
+             COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} $<TARGET_FILE:shoal-contig>
                      ${CMAKE_CURRENT_BINARY_DIR}/contig_plain.ufx --expected ${CMAKE_CURRENT_BINARY_DIR}/contig_plain.genome.fa)
     add_test(NAME contig.reads_format.np${n}
-             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} $<TARGET_FILE:shoal-contig>
+             COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} $<TARGET_FILE:shoal-contig>
                      ${PROJECT_SOURCE_DIR}/tests/data/contig_reads.ufx
                      --expected ${PROJECT_SOURCE_DIR}/tests/data/contig_reads.expected.fa)
     set_tests_properties(contig.small.np${n} contig.plain_genome.np${n} contig.reads_format.np${n} PROPERTIES

@@ -7,6 +7,9 @@
 #include <numeric>
 #include <string>
 #include <vector>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "shoal/core.hpp"
 #include "shoal_test.hpp"
@@ -20,15 +23,60 @@ int left() { return (me() + np() - 1) % np(); }
 
 TEST(Environment, PathMatchesSetting) {
   const bool forced = std::getenv("SHOAL_FORCE_MPI") != nullptr;
-  if (forced) {
-    EXPECT_EQ(shoal::current_rma_path(), shoal::rma_path::mpi);
-  } else {
-    // Tests run on one node, so the shared-memory path is chosen.
-    EXPECT_EQ(shoal::current_rma_path(), shoal::rma_path::shared_memory);
+  // The hosts of the job, as MPI sees them (MPI_COMM_TYPE_SHARED): one leader per host.
+  const int leaders = shoal::allreduce(shoal::node_team().rank() == 0 ? 1 : 0, shoal::op::sum{});
+  EXPECT_EQ(shoal::host_count(), leaders);
+  // Same host <=> in node_team(): every rank learns every rank's host leader (its lowest world rank on the host).
+  const int my_leader = shoal::node_team().allreduce(me(), shoal::op::min{});
+  const std::vector<int> leader_of = shoal::allgather(my_leader);
+  for (int t = 0; t < np(); ++t) {
+    const bool same = leader_of[static_cast<std::size_t>(t)] == my_leader;
+    if (forced) {
+      EXPECT_NE(shoal::path_to(t), shoal::rma_path::shared_memory) << "target " << t;
+      EXPECT_NE(shoal::atomic_path_to(t), shoal::rma_path::shared_memory) << "target " << t;
+    } else if (same) {
+      EXPECT_EQ(shoal::path_to(t), shoal::rma_path::shared_memory) << "target " << t;
+      EXPECT_EQ(shoal::atomic_path_to(t), shoal::rma_path::shared_memory) << "target " << t;
+    } else {
+      EXPECT_NE(shoal::path_to(t), shoal::rma_path::shared_memory) << "target " << t;
+      // Atomics to another host are applied by its owner, coherent with that host's CPU atomics.
+      EXPECT_EQ(shoal::atomic_path_to(t), shoal::rma_path::messages) << "target " << t;
+    }
   }
-  EXPECT_EQ(shoal::node_team().size(), np());
+  if (forced) {
+    EXPECT_NE(shoal::current_rma_path(), shoal::rma_path::shared_memory);
+  } else {
+    EXPECT_EQ(shoal::current_rma_path() == shoal::rma_path::shared_memory, shoal::host_count() == 1);
+  }
+  EXPECT_FALSE(shoal::describe_paths().empty());
   EXPECT_EQ(shoal::world().rank(), me());
   EXPECT_THROW(shoal::environment{}, shoal::usage_error);
+}
+
+// A remote atomic completes while its target computes without calling shoal: the progress thread (or, on one host,
+// the CPU) applies it. Rank 0 waits on its own word with plain loads only.
+TEST(Progress, RemoteAtomicsCompleteWhileTheTargetComputes) {
+  constexpr int per_rank = 50;
+  auto words = shoal::allocate_collective<std::int64_t>(1);
+  *words[static_cast<std::size_t>(me())].local() = 0;
+  shoal::barrier();
+  // Without a progress thread, a target off this host's shared memory needs its owner in shoal: poll then.
+  const bool target_needs_calls = shoal::allreduce(shoal::atomic_path_to(0) != shoal::rma_path::shared_memory ? 1 : 0,
+                                        shoal::op::max{}) == 1 &&
+                       !shoal::progress_thread_running();
+  if (me() == 0) {
+    std::atomic_ref<std::int64_t> word(*words[0].local());
+    const std::int64_t expected = static_cast<std::int64_t>(np() - 1) * per_rank;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (word.load() != expected && std::chrono::steady_clock::now() < deadline) {
+      if (target_needs_calls) shoal::progress();
+      std::this_thread::yield();
+    }
+    EXPECT_EQ(word.load(), expected) << "remote atomics did not complete while rank 0 computed";
+  } else {
+    for (int i = 0; i < per_rank; ++i) shoal::fetch_add(words[0], std::int64_t{1});
+  }
+  shoal::barrier();
 }
 
 TEST(GlobalPtr, ArithmeticComparisonNull) {

@@ -7,6 +7,7 @@
 #include "shoal/core/future.hpp"
 #include "shoal/core/global_ptr.hpp"
 #include "shoal/core/heap.hpp"
+#include "shoal/core/paths.hpp"
 #include "shoal/core/progress.hpp"
 #include "shoal/core/rma.hpp"
 #include "shoal/core/team.hpp"

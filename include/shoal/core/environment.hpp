@@ -10,6 +10,12 @@
 // Settings (an option wins over the environment variable):
 //   heap_size        SHOAL_HEAP_SIZE   bytes of symmetric heap per rank ("512M"); default 256M
 //   force_mpi_path   SHOAL_FORCE_MPI=1 use MPI RMA calls even when every rank is on one node
+//   progress_thread  SHOAL_PROGRESS_THREAD=auto|on|off  serve other hosts' operations while this rank computes
+//   verbose          SHOAL_VERBOSE=1   rank 0 prints the paths chosen (shoal::describe_paths) at start
+//
+// Paths (docs/core.md): ranks on this host by shared memory; other hosts' data by MPI RMA when MPI can make a window
+// across the job (checked at start with errors returned, not fatal), else by messages applied by the owner; other
+// hosts' atomics by messages applied by the owner, so that all atomics on a word are CPU atomics.
 //
 // Open MPI 4.1's vader BTL crashes in MPI_Win_flush after 64-bit MPI atomics when its CMA single-copy mechanism is
 // on; when shoal initialises MPI itself it sets OMPI_MCA_btl_vader_single_copy_mechanism=none unless the user set it.
@@ -17,13 +23,16 @@
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
 
 #include "shoal/core/detail/mpi_check.hpp"
+#include "shoal/core/detail/path_setup.hpp"
 #include "shoal/core/detail/runtime.hpp"
 #include "shoal/core/detail/size_parse.hpp"
+#include "shoal/core/paths.hpp"
 #include "shoal/core/team.hpp"
 
 namespace shoal {
@@ -35,8 +44,14 @@ struct options {
   std::optional<bool> force_mpi_path;
   /// The communicator shoal works on (duplicated). Default: MPI_COMM_WORLD.
   MPI_Comm comm = MPI_COMM_WORLD;
-  /// Thread level requested when shoal calls MPI_Init_thread.
-  int thread_level = MPI_THREAD_FUNNELED;
+  /// Thread level requested when shoal calls MPI_Init_thread. MPI_THREAD_MULTIPLE lets the progress thread run.
+  int thread_level = MPI_THREAD_MULTIPLE;
+  /// Run the progress thread (serves other hosts' remote operations while this rank computes). Default:
+  /// SHOAL_PROGRESS_THREAD (auto, on, off); auto = on when some target is on another host and MPI provides
+  /// MPI_THREAD_MULTIPLE.
+  std::optional<bool> progress_thread;
+  /// Print the paths chosen (one line, rank 0). Default: SHOAL_VERBOSE.
+  std::optional<bool> verbose;
 };
 
 inline constexpr std::size_t default_heap_size = std::size_t{256} << 20;
@@ -58,9 +73,12 @@ class environment {
     if (r == nullptr) return;
     // Hooks may communicate (drain messages); they run while the runtime is still up.
     for (auto it = r->finalize_hooks.rbegin(); it != r->finalize_hooks.rend(); ++it) (*it)();
-    MPI_Barrier(r->comm);
-    MPI_Win_unlock_all(r->win);
-    MPI_Win_free(&r->win);
+    if (r->messages) r->messages->complete_puts(-1);
+    // Waits with progress: a rank still finishing its last remote operations on this one is served meanwhile.
+    MPI_Request req;
+    MPI_Ibarrier(r->comm, &req);
+    detail::wait_request(req);
+    detail::free_paths(*r);
     if (r->node_comm != MPI_COMM_NULL) MPI_Comm_free(&r->node_comm);
     MPI_Comm_free(&r->comm);
     const bool owns = r->owns_mpi;
@@ -105,48 +123,14 @@ class environment {
       seg = (seg + 4095) & ~std::uint64_t{4095};
       r->segment_size = seg;
 
-      const bool force_mpi = opts.force_mpi_path ? *opts.force_mpi_path : detail::env_flag("SHOAL_FORCE_MPI");
-      // One decision for the whole team: the shared path only if everyone is on one node and nobody forces MPI.
-      int want_shared = (!force_mpi && r->node_size == r->size) ? 1 : 0;
-      MPI_Allreduce(MPI_IN_PLACE, &want_shared, 1, MPI_INT, MPI_MIN, r->comm);
-      r->path = want_shared ? rma_path::shared_memory : rma_path::mpi;
-
-      MPI_Info info;
-      MPI_Info_create(&info);
-      MPI_Info_set(info, "same_size", "true");
-      MPI_Info_set(info, "same_disp_unit", "true");
-      int rc;
-      if (r->path == rma_path::shared_memory) {
-        MPI_Info_set(info, "alloc_shared_noncontig", "true");
-        rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(seg), 1, info, r->comm, &r->base, &r->win);
-      } else {
-        // shoal's containers mix different atomic operations on one word (fetch_add, fetch_xor, compare_exchange).
-        // MPI's default hint (accumulate_ops = same_op_no_op) lets an implementation assume they never mix, e.g. by
-        // serving some in hardware and others in software. MPICH's which_accumulate_ops names every operation shoal
-        // issues, so it must choose one mechanism that keeps them atomic with each other (other MPIs ignore it).
-        // tests/core_test.cpp (MixedOperationsOnOneWord*) checks the property on both MPIs.
-        MPI_Info_set(info, "which_accumulate_ops", "sum,band,bor,bxor,replace,no_op,cswap");
-        rc = MPI_Win_allocate(static_cast<MPI_Aint>(seg), 1, info, r->comm, &r->base, &r->win);
-      }
-      MPI_Info_free(&info);
-      if (rc != MPI_SUCCESS) {
-        detail::mpi_check(rc, ("allocating the symmetric heap of " + detail::format_size(seg) +
-                               " per rank (lower SHOAL_HEAP_SIZE or options::heap_size)")
-                                  .c_str());
-      }
-      if (r->path == rma_path::shared_memory) {
-        r->peer_base.resize(static_cast<std::size_t>(r->size));
-        for (int i = 0; i < r->size; ++i) {
-          MPI_Aint sz;
-          int du;
-          void* p = nullptr;
-          SHOAL_MPI(MPI_Win_shared_query(r->win, i, &sz, &du, &p));
-          r->peer_base[static_cast<std::size_t>(i)] = static_cast<std::byte*>(p);
-        }
-      }
-      SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r->win));
+      // One decision for the whole job: forced to MPI if any rank asks for it.
+      int force_mpi = (opts.force_mpi_path ? *opts.force_mpi_path : detail::env_flag("SHOAL_FORCE_MPI")) ? 1 : 0;
+      MPI_Allreduce(MPI_IN_PLACE, &force_mpi, 1, MPI_INT, MPI_MAX, r->comm);
+      detail::setup_paths(*r, seg, force_mpi != 0);
+      detail::start_messages(*r, opts.progress_thread);
       r->heap.reset(seg);
     } catch (...) {
+      detail::free_paths(*r);
       delete r;
       throw;
     }
@@ -156,13 +140,17 @@ class environment {
     detail::node_team_storage() = team(r->node_comm);
     for (auto* hook : detail::start_hooks()) hook();
     MPI_Barrier(r->comm);
+    if (r->rank == 0 && (opts.verbose ? *opts.verbose : detail::env_flag("SHOAL_VERBOSE"))) {
+      std::fprintf(stderr, "shoal: %s\n", describe_paths().c_str());
+    }
   }
 };
 
 /// True between the construction and the destruction of the environment.
 inline bool is_initialized() { return detail::g_runtime != nullptr; }
 
-/// The RMA path of this run (fixed at start).
+/// The path to the farthest target: shared_memory when every rank shares this host's memory, else how data reaches
+/// another host (mpi or messages). Fixed at start.
 inline rma_path current_rma_path() { return detail::rt().path; }
 
 }  // namespace shoal

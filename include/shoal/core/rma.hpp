@@ -1,7 +1,10 @@
 // shoal/core/rma.hpp — one-sided reads, writes and atomics on global pointers.
 //
-// Cost of each call (R remote read, W remote write, A remote atomic; "flush" = MPI_Win_flush on the MPI path, a
-// memory fence on the shared-memory path):
+// Each call takes the path to its target (shoal/core/paths.hpp): a rank on this host by loads, stores and CPU
+// atomics; another host's data by MPI RMA or, where MPI cannot make a window across the job, by a message its owner
+// applies; another host's atomics by a message its owner applies with CPU atomics (one round trip).
+// Cost of each call (R remote read, W remote write, A remote atomic; "flush" = MPI_Win_flush on the MPI path, the
+// owner's acknowledgement on the message path, a memory fence on the shared-memory path):
 //   get(p) / get(p, dst, n)            R + flush_local  blocking; the value is here on return
 //   put(p, v) / put(p, src, n)         W + flush        blocking; the write is complete at the target on return
 //   async_get / async_put              R or W           future ready when the local buffer is filled / reusable;
@@ -13,8 +16,8 @@
 //   flush(rank) / flush_all()          completes every earlier async operation to that rank / to all ranks
 //
 // Memory-model rules (docs/core.md): every word that is accessed with atomics must only be accessed with shoal
-// atomics (never with get/put or local() at the same time); the path — CPU atomics on shared memory or MPI atomics —
-// is fixed for the whole run, so the two never mix on a word. Plain get/put of data that another rank writes
+// atomics (never with get/put or local() at the same time); all atomics on a word are CPU atomics at its owner's
+// host, except under SHOAL_FORCE_MPI, where all of them are MPI atomics — the two never mix on a word. Plain get/put of data that another rank writes
 // concurrently reads or writes bytes without atomicity; publish data with an atomic flag after a put.
 #pragma once
 
@@ -30,6 +33,7 @@
 
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/detail/mpi_type.hpp"
+#include "shoal/core/detail/remote_ops.hpp"
 #include "shoal/core/detail/runtime.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/global_ptr.hpp"
@@ -57,58 +61,65 @@ inline void check_access([[maybe_unused]] const runtime& r, [[maybe_unused]] std
 #endif
 }
 
-inline std::byte* shared_address(const runtime& r, int rank, std::size_t offset) {
-  return r.peer_base[static_cast<std::size_t>(rank)] + offset;
+/// The address of `offset` in `rank`'s segment when that segment is mapped here (same host), else null.
+inline std::byte* mapped(const runtime& r, int rank, std::size_t offset) {
+  std::byte* b = r.peer_base[static_cast<std::size_t>(rank)];
+  return b != nullptr ? b + offset : nullptr;
 }
 
+inline constexpr std::size_t max_chunk = std::size_t{1} << 30;  // MPI counts are int
+
 inline void mpi_get_bytes(const runtime& r, void* dst, int rank, std::size_t offset, std::size_t bytes) {
-  constexpr std::size_t chunk = std::size_t{1} << 30;
   auto* d = static_cast<char*>(dst);
-  for (std::size_t done = 0; done < bytes; done += chunk) {
-    const int n = static_cast<int>(std::min(chunk, bytes - done));
+  for (std::size_t done = 0; done < bytes; done += max_chunk) {
+    const int n = static_cast<int>(std::min(max_chunk, bytes - done));
     SHOAL_MPI(MPI_Get(d + done, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, r.win));
   }
 }
 
 inline void mpi_put_bytes(const runtime& r, const void* src, int rank, std::size_t offset, std::size_t bytes) {
-  constexpr std::size_t chunk = std::size_t{1} << 30;
   const auto* s = static_cast<const char*>(src);
-  for (std::size_t done = 0; done < bytes; done += chunk) {
-    const int n = static_cast<int>(std::min(chunk, bytes - done));
+  for (std::size_t done = 0; done < bytes; done += max_chunk) {
+    const int n = static_cast<int>(std::min(max_chunk, bytes - done));
     SHOAL_MPI(MPI_Put(s + done, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, r.win));
   }
 }
 
-/// Future state completed by an MPI request (Rget / Rput); owns the value for single-element operations.
-template <class V>
-struct request_state : future_state<V> {
-  MPI_Request req = MPI_REQUEST_NULL;
-  V buffer{};
-  bool test() override {
-    if (this->done) return true;
-    int flag = 0;
-    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
-    if (flag) this->set_value(std::move(buffer));
-    return flag != 0;
+inline void message_get_bytes(const runtime& r, void* dst, int rank, std::size_t offset, std::size_t bytes) {
+  auto* d = static_cast<char*>(dst);
+  for (std::size_t done = 0; done < bytes; done += max_chunk) {
+    r.messages->get(rank, d + done, offset + done, std::min(max_chunk, bytes - done));
   }
-  ~request_state() override {
-    if (req != MPI_REQUEST_NULL) MPI_Wait(&req, MPI_STATUS_IGNORE);
-  }
-};
+}
 
+inline void message_put_bytes(const runtime& r, const void* src, int rank, std::size_t offset, std::size_t bytes) {
+  const auto* s = static_cast<const char*>(src);
+  for (std::size_t done = 0; done < bytes; done += max_chunk) {
+    r.messages->start_put(rank, s + done, offset + done, std::min(max_chunk, bytes - done));
+  }
+}
+
+/// An atomic on the word at p: a CPU atomic where p's segment is mapped here, an MPI atomic when every atomic of
+/// the run is one, else applied by p's owner (detail/remote_ops.hpp).
 template <class T, class Fn>
-T atomic_op(global_ptr<T> p, const char* name, Fn&& cpu, MPI_Op mop, T operand) {
+T atomic_op(global_ptr<T> p, const char* name, Fn&& cpu, MPI_Op mop, word_op wop, T operand) {
   auto& r = rt();
   check_access(r, p.raw(), sizeof(T), name);
-  if (r.path == rma_path::shared_memory) {
-    std::atomic_ref<T> ref(*reinterpret_cast<T*>(shared_address(r, p.rank(), p.offset())));
+  if (std::byte* at = mapped(r, p.rank(), p.offset())) {
+    std::atomic_ref<T> ref(*reinterpret_cast<T*>(at));
     return cpu(ref, operand);
   }
-  T result;
-  SHOAL_MPI(MPI_Fetch_and_op(&operand, &result, mpi_type<T>(), p.rank(), static_cast<MPI_Aint>(p.offset()), mop,
-                             r.win));
-  SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
-  return result;
+  if (r.mpi_atomics) {
+    T result;
+    SHOAL_MPI(MPI_Fetch_and_op(&operand, &result, mpi_type<T>(), p.rank(), static_cast<MPI_Aint>(p.offset()), mop,
+                               r.win));
+    SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
+    return result;
+  }
+  using U = std::make_unsigned_t<T>;
+  const std::uint64_t old =
+      r.messages->word(p.rank(), p.offset(), sizeof(T), wop, static_cast<U>(operand));
+  return static_cast<T>(static_cast<U>(old));
 }
 
 }  // namespace detail
@@ -122,13 +133,15 @@ void get(global_ptr<T> p, std::remove_const_t<T>* dst, std::size_t n) {
   auto& r = detail::rt();
   const std::size_t bytes = n * sizeof(T);
   detail::check_access(r, p.raw(), bytes, "get");
-  if (r.path == rma_path::shared_memory) {
-    std::memcpy(dst, detail::shared_address(r, p.rank(), p.offset()), bytes);
+  if (const std::byte* at = detail::mapped(r, p.rank(), p.offset())) {
+    std::memcpy(dst, at, bytes);
     std::atomic_thread_fence(std::memory_order_acquire);
-    return;
+  } else if (r.win != MPI_WIN_NULL) {
+    detail::mpi_get_bytes(r, dst, p.rank(), p.offset(), bytes);
+    SHOAL_MPI(MPI_Win_flush_local(p.rank(), r.win));
+  } else {
+    detail::message_get_bytes(r, dst, p.rank(), p.offset(), bytes);
   }
-  detail::mpi_get_bytes(r, dst, p.rank(), p.offset(), bytes);
-  SHOAL_MPI(MPI_Win_flush_local(p.rank(), r.win));
 }
 
 /// Reads the element at p. Blocking.
@@ -147,13 +160,17 @@ future<void> async_get(global_ptr<T> p, std::remove_const_t<T>* dst, std::size_t
   auto& r = detail::rt();
   const std::size_t bytes = n * sizeof(T);
   detail::check_access(r, p.raw(), bytes, "async_get");
-  if (r.path == rma_path::shared_memory || bytes > INT_MAX) {
+  if (detail::mapped(r, p.rank(), p.offset()) != nullptr || bytes > INT_MAX) {
     get(p, dst, n);
     return make_ready_future();
   }
   auto s = std::make_shared<detail::request_state<detail::empty_value>>();
-  SHOAL_MPI(MPI_Rget(dst, static_cast<int>(bytes), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
-                     static_cast<int>(bytes), MPI_BYTE, r.win, &s->req));
+  if (r.win != MPI_WIN_NULL) {
+    SHOAL_MPI(MPI_Rget(dst, static_cast<int>(bytes), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
+                       static_cast<int>(bytes), MPI_BYTE, r.win, &s->req));
+  } else {
+    r.messages->start_get(p.rank(), dst, p.offset(), bytes, &s->req);
+  }
   return future<void>(std::move(s));
 }
 
@@ -163,11 +180,15 @@ template <class T>
 future<std::remove_const_t<T>> async_get(global_ptr<T> p) {
   using U = std::remove_const_t<T>;
   auto& r = detail::rt();
-  if (r.path == rma_path::shared_memory) return make_ready_future(get(p));
+  if (detail::mapped(r, p.rank(), p.offset()) != nullptr) return make_ready_future(get(p));
   detail::check_access(r, p.raw(), sizeof(U), "async_get");
   auto s = std::make_shared<detail::request_state<U>>();
-  SHOAL_MPI(MPI_Rget(&s->buffer, static_cast<int>(sizeof(U)), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
-                     static_cast<int>(sizeof(U)), MPI_BYTE, r.win, &s->req));
+  if (r.win != MPI_WIN_NULL) {
+    SHOAL_MPI(MPI_Rget(&s->buffer, static_cast<int>(sizeof(U)), MPI_BYTE, p.rank(),
+                       static_cast<MPI_Aint>(p.offset()), static_cast<int>(sizeof(U)), MPI_BYTE, r.win, &s->req));
+  } else {
+    r.messages->start_get(p.rank(), &s->buffer, p.offset(), sizeof(U), &s->req);
+  }
   return future<U>(std::move(s));
 }
 
@@ -179,14 +200,17 @@ void put(global_ptr<T> p, const T* src, std::size_t n) {
   auto& r = detail::rt();
   const std::size_t bytes = n * sizeof(T);
   detail::check_access(r, p.raw(), bytes, "put");
-  if (r.path == rma_path::shared_memory) {
+  if (std::byte* at = detail::mapped(r, p.rank(), p.offset())) {
     std::atomic_thread_fence(std::memory_order_release);
-    std::memcpy(detail::shared_address(r, p.rank(), p.offset()), src, bytes);
+    std::memcpy(at, src, bytes);
     std::atomic_thread_fence(std::memory_order_release);
-    return;
+  } else if (r.win != MPI_WIN_NULL) {
+    detail::mpi_put_bytes(r, src, p.rank(), p.offset(), bytes);
+    SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
+  } else {
+    detail::message_put_bytes(r, src, p.rank(), p.offset(), bytes);
+    r.messages->complete_puts(p.rank());
   }
-  detail::mpi_put_bytes(r, src, p.rank(), p.offset(), bytes);
-  SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
 }
 
 /// Writes value to p. Blocking.
@@ -202,8 +226,12 @@ future<void> async_put(global_ptr<T> p, const T* src, std::size_t n) {
   auto& r = detail::rt();
   const std::size_t bytes = n * sizeof(T);
   detail::check_access(r, p.raw(), bytes, "async_put");
-  if (r.path == rma_path::shared_memory || bytes > INT_MAX) {
+  if (detail::mapped(r, p.rank(), p.offset()) != nullptr || bytes > INT_MAX) {
     put(p, src, n);
+    return make_ready_future();
+  }
+  if (r.win == MPI_WIN_NULL) {  // the bytes travel in the request: src is free at once
+    detail::message_put_bytes(r, src, p.rank(), p.offset(), bytes);
     return make_ready_future();
   }
   auto s = std::make_shared<detail::request_state<detail::empty_value>>();
@@ -216,10 +244,7 @@ future<void> async_put(global_ptr<T> p, const T* src, std::size_t n) {
 template <remote_storable T>
 future<void> async_put(global_ptr<T> p, const T& value) {
   auto& r = detail::rt();
-  if (r.path == rma_path::shared_memory) {
-    put(p, value);
-    return make_ready_future();
-  }
+  if (detail::mapped(r, p.rank(), p.offset()) != nullptr || r.win == MPI_WIN_NULL) return async_put(p, &value, 1);
   detail::check_access(r, p.raw(), sizeof(T), "async_put");
   // The value travels inside the state, whose buffer outlives the request.
   struct put_state : detail::request_state<detail::empty_value> {
@@ -237,52 +262,57 @@ future<void> async_put(global_ptr<T> p, const T& value) {
 /// Completes every earlier operation of this rank to `target` (remotely).
 inline void flush(int target) {
   auto& r = detail::rt();
-  if (r.path == rma_path::shared_memory) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return;
-  }
-  SHOAL_MPI(MPI_Win_flush(target, r.win));
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (r.peer_base[static_cast<std::size_t>(target)] != nullptr) return;
+  if (r.win != MPI_WIN_NULL) SHOAL_MPI(MPI_Win_flush(target, r.win));
+  else r.messages->complete_puts(target);
 }
 
 /// Completes every earlier operation of this rank to every rank.
 inline void flush_all() {
   auto& r = detail::rt();
-  if (r.path == rma_path::shared_memory) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return;
-  }
-  SHOAL_MPI(MPI_Win_flush_all(r.win));
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (r.path == rma_path::shared_memory) return;
+  if (r.win != MPI_WIN_NULL) SHOAL_MPI(MPI_Win_flush_all(r.win));
+  if (r.messages) r.messages->complete_puts(-1);
 }
 
 // ---- atomics on 32- and 64-bit integers ----------------------------------------------------------------------
 
 template <atomic_integer T>
 T fetch_add(global_ptr<T> p, T v) {
-  return detail::atomic_op(p, "fetch_add", [](std::atomic_ref<T>& a, T x) { return a.fetch_add(x); }, MPI_SUM, v);
+  return detail::atomic_op(p, "fetch_add", [](std::atomic_ref<T>& a, T x) { return a.fetch_add(x); }, MPI_SUM,
+                           detail::word_op::add, v);
 }
 template <atomic_integer T>
 T fetch_and(global_ptr<T> p, T v) {
-  return detail::atomic_op(p, "fetch_and", [](std::atomic_ref<T>& a, T x) { return a.fetch_and(x); }, MPI_BAND, v);
+  return detail::atomic_op(p, "fetch_and", [](std::atomic_ref<T>& a, T x) { return a.fetch_and(x); }, MPI_BAND,
+                           detail::word_op::bit_and, v);
 }
 template <atomic_integer T>
 T fetch_or(global_ptr<T> p, T v) {
-  return detail::atomic_op(p, "fetch_or", [](std::atomic_ref<T>& a, T x) { return a.fetch_or(x); }, MPI_BOR, v);
+  return detail::atomic_op(p, "fetch_or", [](std::atomic_ref<T>& a, T x) { return a.fetch_or(x); }, MPI_BOR,
+                           detail::word_op::bit_or, v);
 }
 template <atomic_integer T>
 T fetch_xor(global_ptr<T> p, T v) {
-  return detail::atomic_op(p, "fetch_xor", [](std::atomic_ref<T>& a, T x) { return a.fetch_xor(x); }, MPI_BXOR, v);
+  return detail::atomic_op(p, "fetch_xor", [](std::atomic_ref<T>& a, T x) { return a.fetch_xor(x); }, MPI_BXOR,
+                           detail::word_op::bit_xor, v);
 }
 template <atomic_integer T>
 T exchange(global_ptr<T> p, T v) {
-  return detail::atomic_op(p, "exchange", [](std::atomic_ref<T>& a, T x) { return a.exchange(x); }, MPI_REPLACE, v);
+  return detail::atomic_op(p, "exchange", [](std::atomic_ref<T>& a, T x) { return a.exchange(x); }, MPI_REPLACE,
+                           detail::word_op::exchange, v);
 }
 template <atomic_integer T>
 T atomic_load(global_ptr<T> p) {
-  return detail::atomic_op(p, "atomic_load", [](std::atomic_ref<T>& a, T) { return a.load(); }, MPI_NO_OP, T{});
+  return detail::atomic_op(p, "atomic_load", [](std::atomic_ref<T>& a, T) { return a.load(); }, MPI_NO_OP,
+                           detail::word_op::load, T{});
 }
 template <atomic_integer T>
 void atomic_store(global_ptr<T> p, T v) {
-  detail::atomic_op(p, "atomic_store", [](std::atomic_ref<T>& a, T x) { a.store(x); return x; }, MPI_REPLACE, v);
+  detail::atomic_op(p, "atomic_store", [](std::atomic_ref<T>& a, T x) { a.store(x); return x; }, MPI_REPLACE,
+                    detail::word_op::exchange, v);
 }
 
 /// If *p == expected, stores desired. Returns the value *p held before (the swap happened iff it equals expected).
@@ -290,16 +320,22 @@ template <atomic_integer T>
 T compare_exchange(global_ptr<T> p, T expected, T desired) {
   auto& r = detail::rt();
   detail::check_access(r, p.raw(), sizeof(T), "compare_exchange");
-  if (r.path == rma_path::shared_memory) {
-    std::atomic_ref<T> ref(*reinterpret_cast<T*>(detail::shared_address(r, p.rank(), p.offset())));
+  if (std::byte* at = detail::mapped(r, p.rank(), p.offset())) {
+    std::atomic_ref<T> ref(*reinterpret_cast<T*>(at));
     ref.compare_exchange_strong(expected, desired);
     return expected;
   }
-  T result;
-  SHOAL_MPI(MPI_Compare_and_swap(&desired, &expected, &result, detail::mpi_type<T>(), p.rank(),
-                                 static_cast<MPI_Aint>(p.offset()), r.win));
-  SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
-  return result;
+  if (r.mpi_atomics) {
+    T result;
+    SHOAL_MPI(MPI_Compare_and_swap(&desired, &expected, &result, detail::mpi_type<T>(), p.rank(),
+                                   static_cast<MPI_Aint>(p.offset()), r.win));
+    SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
+    return result;
+  }
+  using U = std::make_unsigned_t<T>;
+  const std::uint64_t old = r.messages->word(p.rank(), p.offset(), sizeof(T), detail::word_op::compare_exchange,
+                                             static_cast<U>(desired), static_cast<U>(expected));
+  return static_cast<T>(static_cast<U>(old));
 }
 
 }  // namespace shoal

@@ -14,15 +14,30 @@
 
 namespace shoal {
 
-/// How remote memory is reached; chosen once when the environment starts and fixed for the whole run.
+/// How one rank reaches another rank's memory; chosen per target when the environment starts, fixed for the run
+/// (docs/core.md, "Paths").
 enum class rma_path {
-  shared_memory,  ///< the whole team is on one node: loads, stores and CPU atomics on MPI_Win_allocate_shared memory
-  mpi,            ///< MPI-3 RMA calls (MPI_Get, MPI_Put, MPI_Fetch_and_op, ...) on an MPI_Win_allocate window
+  shared_memory,  ///< same host: loads, stores and CPU atomics on MPI_Win_allocate_shared memory
+  mpi,            ///< MPI-3 RMA calls (MPI_Get, MPI_Put, MPI_Fetch_and_op, ...) on an MPI window
+  messages,       ///< a request message applied by the owner's CPU (detail/remote_ops.hpp), answered by message
 };
+
+/// Name of a path ("shared memory", "MPI RMA", "messages").
+inline const char* to_string(rma_path p) {
+  switch (p) {
+    case rma_path::shared_memory: return "shared memory";
+    case rma_path::mpi: return "MPI RMA";
+    case rma_path::messages: return "messages";
+  }
+  return "?";
+}
 
 }  // namespace shoal
 
 namespace shoal::detail {
+
+class remote_ops;
+class progress_thread;
 
 struct runtime {
   bool owns_mpi = false;
@@ -34,12 +49,23 @@ struct runtime {
   int node_rank = 0;
   int node_size = 1;
 
-  rma_path path = rma_path::mpi;
-  MPI_Win win = MPI_WIN_NULL;
+  int hosts = 1;  // number of distinct nodes (MPI_COMM_TYPE_SHARED groups) in comm
+
+  // Paths (chosen at start, fixed): a target whose segment is mapped here (peer_base non-null) is reached by loads,
+  // stores and CPU atomics; any other target's data by MPI RMA on `win` when it is not MPI_WIN_NULL, else by
+  // messages; its atomics by MPI atomics only when no rank uses shared memory (mpi_atomics), else by messages, so
+  // that every atomic on a word is a CPU atomic at its owner.
+  rma_path path = rma_path::mpi;   // the path to the farthest target (shoal::current_rma_path)
+  MPI_Win win = MPI_WIN_NULL;       // a window of every rank's segment, when MPI can make one across the job
+  MPI_Win node_win = MPI_WIN_NULL;  // the shared-memory window of this node, when it is not `win` itself
+  bool mpi_atomics = false;
   std::byte* base = nullptr;         // this rank's segment
   std::size_t segment_size = 0;      // bytes per rank, the same on every rank
-  std::vector<std::byte*> peer_base;  // shared_memory path: every rank's segment mapped here
+  std::vector<std::byte*> peer_base;  // per rank: its segment mapped here (same host), or null
   segment_allocator heap;
+  remote_ops* messages = nullptr;     // owner-applied operations, when any target needs them
+  progress_thread* helper = nullptr;  // the progress thread, when it runs
+  int thread_level = MPI_THREAD_SINGLE;  // what MPI provided
 
   std::vector<std::function<void()>> progress_hooks;  // run by shoal::progress()
   std::uint64_t progress_arrivals = 0;  // bumped by progress hooks when something arrived from another rank

@@ -1,0 +1,172 @@
+// shoal/core/detail/path_setup.hpp — how the environment chooses, at start, the path to every target, and frees
+// what it made at the end (docs/core.md, "Paths").
+#pragma once
+
+#include <mpi.h>
+
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shoal/core/detail/mpi_check.hpp"
+#include "shoal/core/detail/progress_thread.hpp"
+#include "shoal/core/detail/remote_ops.hpp"
+#include "shoal/core/detail/runtime.hpp"
+#include "shoal/core/detail/size_parse.hpp"
+
+namespace shoal::detail {
+
+/// Collective. Creates a window over `comm` with MPI's errors returned instead of fatal; true on every rank iff it
+/// worked on every rank. A window that worked on some ranks only cannot be freed (MPI_Win_free is collective), so
+/// that case is reported as an error.
+template <class Make>
+bool try_window(MPI_Comm comm, const char* what, Make&& make) {
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  const int rc = make();
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+  int ok = rc == MPI_SUCCESS ? 1 : 0, all = 0, any = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(&ok, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (all != any) {
+    mpi_check(rc == MPI_SUCCESS ? MPI_ERR_WIN : rc,
+              (std::string(what) + " worked on some ranks but not on others; shoal cannot continue").c_str());
+  }
+  return all == 1;
+}
+
+/// Maps the segments of the ranks of `node_win` (a shared window on node_comm) into r.peer_base.
+inline void map_node_peers(runtime& r, MPI_Win node_win) {
+  MPI_Group world_group, node_group;
+  MPI_Comm_group(r.comm, &world_group);
+  MPI_Comm_group(r.node_comm, &node_group);
+  std::vector<int> node_ranks(static_cast<std::size_t>(r.node_size)), world_ranks(node_ranks.size());
+  std::iota(node_ranks.begin(), node_ranks.end(), 0);
+  MPI_Group_translate_ranks(node_group, r.node_size, node_ranks.data(), world_group, world_ranks.data());
+  MPI_Group_free(&world_group);
+  MPI_Group_free(&node_group);
+  for (int i = 0; i < r.node_size; ++i) {
+    MPI_Aint bytes;
+    int disp;
+    void* p = nullptr;
+    SHOAL_MPI(MPI_Win_shared_query(node_win, i, &bytes, &disp, &p));
+    r.peer_base[static_cast<std::size_t>(world_ranks[static_cast<std::size_t>(i)])] = static_cast<std::byte*>(p);
+  }
+}
+
+/// Collective. Allocates this rank's segment of `seg` bytes and chooses the path to every target:
+///  * one host, not forced to MPI: one shared window over comm; every target by loads, stores and CPU atomics;
+///  * several hosts: a shared window per host (same host as above), plus a window of every segment over comm when
+///    MPI can make one (data to other hosts by MPI RMA, else by messages); atomics to other hosts by messages, so
+///    all atomics on a word are CPU atomics at its owner;
+///  * forced to MPI (SHOAL_FORCE_MPI): one MPI_Win_allocate window over comm, everything by MPI RMA including
+///    atomics; where MPI cannot make that window, everything by messages.
+inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi) {
+  int leader = r.node_rank == 0 ? 1 : 0;
+  MPI_Allreduce(&leader, &r.hosts, 1, MPI_INT, MPI_SUM, r.comm);
+  r.peer_base.assign(static_cast<std::size_t>(r.size), nullptr);
+  const auto bytes = static_cast<MPI_Aint>(seg);
+  const std::string heap_hint =
+      "allocating the symmetric heap of " + format_size(seg) + " per rank (lower SHOAL_HEAP_SIZE or options::heap_size)";
+
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "same_size", "true");
+  MPI_Info_set(info, "same_disp_unit", "true");
+  if (!force_mpi) {
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    const MPI_Comm shared_comm = r.hosts == 1 ? r.comm : r.node_comm;
+    MPI_Win shared_win = MPI_WIN_NULL;
+    const int rc = MPI_Win_allocate_shared(bytes, 1, info, shared_comm, &r.base, &shared_win);
+    if (rc != MPI_SUCCESS) {
+      MPI_Info_free(&info);
+      mpi_check(rc, heap_hint.c_str());
+    }
+    map_node_peers(r, shared_win);
+    if (r.hosts == 1) {
+      r.win = shared_win;
+      r.path = rma_path::shared_memory;
+    } else {
+      r.node_win = shared_win;
+      try_window(r.comm, "MPI_Win_create across hosts",
+                 [&] { return MPI_Win_create(r.base, bytes, 1, info, r.comm, &r.win); });
+      r.path = r.win != MPI_WIN_NULL ? rma_path::mpi : rma_path::messages;
+    }
+    r.mpi_atomics = false;
+  } else {
+    // shoal's containers mix different atomic operations on one word (fetch_add, fetch_xor, compare_exchange).
+    // MPI's default hint (accumulate_ops = same_op_no_op) lets an implementation assume they never mix, e.g. by
+    // serving some in hardware and others in software. MPICH's which_accumulate_ops names every operation shoal
+    // issues, so it must choose one mechanism that keeps them atomic with each other (other MPIs ignore it).
+    // tests/core_test.cpp (MixedOperationsOnOneWord*) checks the property on both MPIs.
+    MPI_Info_set(info, "which_accumulate_ops", "sum,band,bor,bxor,replace,no_op,cswap");
+    const bool ok = try_window(r.comm, "MPI_Win_allocate",
+                               [&] { return MPI_Win_allocate(bytes, 1, info, r.comm, &r.base, &r.win); });
+    if (ok) {
+      r.path = rma_path::mpi;
+      r.mpi_atomics = true;
+    } else {
+      // No window across the job: this rank's segment alone, everything by messages.
+      const int rc = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, MPI_COMM_SELF, &r.base, &r.node_win);
+      if (rc != MPI_SUCCESS) {
+        MPI_Info_free(&info);
+        mpi_check(rc, heap_hint.c_str());
+      }
+      r.path = rma_path::messages;
+      r.mpi_atomics = false;
+    }
+  }
+  MPI_Info_free(&info);
+  if (r.win != MPI_WIN_NULL) SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r.win));
+  if (r.node_win != MPI_WIN_NULL) SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r.node_win));
+}
+
+/// Reads SHOAL_PROGRESS_THREAD: auto (unset, "", "auto"), on, off.
+inline std::optional<bool> env_progress_thread() {
+  const char* v = std::getenv("SHOAL_PROGRESS_THREAD");
+  if (v == nullptr || *v == '\0' || std::string(v) == "auto") return std::nullopt;
+  const std::string s(v);
+  if (s == "1" || s == "on" || s == "yes" || s == "true") return true;
+  if (s == "0" || s == "off" || s == "no" || s == "false") return false;
+  throw usage_error("SHOAL_PROGRESS_THREAD=\"" + s + "\" is not understood; use auto, on or off");
+}
+
+/// Collective. Starts owner-applied operations where some target is not on this host, and the progress thread
+/// (`want`: on / off / auto = when some rank is on another host and MPI provides MPI_THREAD_MULTIPLE).
+inline void start_messages(runtime& r, std::optional<bool> want) {
+  MPI_Query_thread(&r.thread_level);
+  int remote_targets = (r.hosts > 1 || r.path != rma_path::shared_memory) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &remote_targets, 1, MPI_INT, MPI_MAX, r.comm);
+  if (!remote_targets) return;
+  r.messages = new remote_ops(r.comm, r.base, r.segment_size);
+  auto* ops = r.messages;
+  r.progress_hooks.push_back([ops] {
+    if (ops->serve() > 0) ++rt().progress_arrivals;
+  });
+  if (!want) want = env_progress_thread();
+  const bool multiple = r.thread_level >= MPI_THREAD_MULTIPLE;
+  if (want.value_or(r.hosts > 1 && multiple)) {
+    if (!multiple) {
+      throw usage_error(
+          "shoal: the progress thread (SHOAL_PROGRESS_THREAD=on / options::progress_thread) needs "
+          "MPI_THREAD_MULTIPLE, but MPI provides less; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, "
+          "...) or turn the progress thread off");
+    }
+    r.helper = new progress_thread(*ops);
+  }
+}
+
+/// Stops the progress thread and frees the windows (collective: the end of the environment).
+inline void free_paths(runtime& r) {
+  delete r.helper;
+  r.helper = nullptr;
+  delete r.messages;
+  r.messages = nullptr;
+  for (MPI_Win* w : {&r.win, &r.node_win}) {
+    if (*w == MPI_WIN_NULL) continue;
+    MPI_Win_unlock_all(*w);
+    MPI_Win_free(w);
+  }
+}
+
+}  // namespace shoal::detail
