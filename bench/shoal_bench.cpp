@@ -45,7 +45,8 @@ nlohmann::json to_json(const std::vector<shoal::bench::row>& rows) {
 int main(int argc, char** argv) {
   setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // MPI_THREAD_MULTIPLE lets shoal run its progress thread when the job spans hosts (docs/core.md, "Progress").
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 
@@ -107,7 +108,11 @@ int main(int argc, char** argv) {
       if (w.on_both_paths) opts.force_mpi_path = force_mpi;
       shoal::environment env(opts);
       shoal::bench::context ctx(w.name, size, terminal);
-      if (w.on_both_paths) ctx.set_variant_prefix(force_mpi ? "mpi-path" : "shm-path");
+      // One host: the RMA path of the run. Across hosts: the number of hosts (and the forced path); the core
+      // workload adds the path each of its targets takes (same-host, cross-host).
+      const std::string hosts = shoal::host_count() > 1 ? std::to_string(shoal::host_count()) + "-hosts" : "";
+      if (w.on_both_paths && hosts.empty()) ctx.set_variant_prefix(force_mpi ? "mpi-path" : "shm-path");
+      else if (!hosts.empty()) ctx.set_variant_prefix(force_mpi ? hosts + "/mpi-path" : hosts);
       try {
         w.run(ctx);
       } catch (const std::exception& e) {
