@@ -17,7 +17,7 @@ if(SHOAL_BUILD_BENCH)
   set(_flights_browser ${SHOAL_SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/flights_browser.py
       --mpiexec ${MPIEXEC_EXECUTABLE} --binary $<TARGET_FILE:shoal-flights>)
   add_test(NAME flights.browser COMMAND ${_flights_browser} --mode browser
-                                        --screenshot ${PROJECT_SOURCE_DIR}/docs/apps/flights.png)
+                                        --screenshot ${CMAKE_CURRENT_BINARY_DIR}/flights.png)
   add_test(NAME flights.malformed COMMAND ${_flights_browser} --mode malformed)
   set_tests_properties(flights.browser flights.malformed PROPERTIES
                        TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77 LABELS browser
