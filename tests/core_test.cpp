@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 #include <atomic>
@@ -383,5 +384,47 @@ TEST(Checks, OutOfRangeRankAndOffset) {
   EXPECT_THROW((void)shoal::get(shoal::global_ptr<int>{}), shoal::usage_error);
 }
 #endif
+
+}  // namespace
+
+namespace {
+
+// Settings read from the environment accept only documented spellings; anything else names the variable.
+TEST(Settings, BooleansAreStrict) {
+  const char* name = "SHOAL_TEST_BOOLEAN_SETTING";
+  for (const char* yes : {"1", "on", "On", "YES", "true"}) {
+    setenv(name, yes, 1);
+    EXPECT_TRUE(shoal::detail::env_flag(name)) << yes;
+  }
+  for (const char* no : {"", "0", "off", "Off", "no", "False"}) {
+    setenv(name, no, 1);
+    EXPECT_FALSE(shoal::detail::env_flag(name)) << no;
+  }
+  setenv(name, "maybe", 1);
+  try {
+    shoal::detail::env_flag(name);
+    ADD_FAILURE() << "\"maybe\" was accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("maybe"), std::string::npos) << e.what();
+  }
+  unsetenv(name);
+  EXPECT_FALSE(shoal::detail::env_flag(name));
+}
+
+TEST(Settings, ProgressThreadSetting) {
+  const char* saved = std::getenv("SHOAL_PROGRESS_THREAD");
+  const std::string keep = saved ? saved : "";
+  setenv("SHOAL_PROGRESS_THREAD", "auto", 1);
+  EXPECT_FALSE(shoal::detail::env_progress_thread().has_value());
+  setenv("SHOAL_PROGRESS_THREAD", "off", 1);
+  EXPECT_EQ(shoal::detail::env_progress_thread(), std::optional<bool>(false));
+  setenv("SHOAL_PROGRESS_THREAD", "on", 1);
+  EXPECT_EQ(shoal::detail::env_progress_thread(), std::optional<bool>(true));
+  setenv("SHOAL_PROGRESS_THREAD", "sometimes", 1);
+  EXPECT_THROW(shoal::detail::env_progress_thread(), shoal::usage_error);
+  if (saved) setenv("SHOAL_PROGRESS_THREAD", keep.c_str(), 1);
+  else unsetenv("SHOAL_PROGRESS_THREAD");
+}
 
 }  // namespace

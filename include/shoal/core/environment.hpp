@@ -101,7 +101,9 @@ class environment {
     int initialized = 0;
     MPI_Initialized(&initialized);
     auto* r = new detail::runtime;
+    bool verbose = false;
     try {
+      verbose = opts.verbose ? *opts.verbose : detail::env_flag("SHOAL_VERBOSE");
       if (!initialized) {
         setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", /*overwrite=*/0);
         int provided = 0;
@@ -140,7 +142,7 @@ class environment {
     detail::node_team_storage() = team(r->node_comm);
     for (auto* hook : detail::start_hooks()) hook();
     MPI_Barrier(r->comm);
-    if (r->rank == 0 && (opts.verbose ? *opts.verbose : detail::env_flag("SHOAL_VERBOSE"))) {
+    if (r->rank == 0 && verbose) {
       std::fprintf(stderr, "shoal: %s\n", describe_paths().c_str());
     }
   }

@@ -138,22 +138,27 @@ inline void start_messages(runtime& r, std::optional<bool> want) {
   int remote_targets = (r.hosts > 1 || r.path != rma_path::shared_memory) ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &remote_targets, 1, MPI_INT, MPI_MAX, r.comm);
   if (!remote_targets) return;
-  r.messages = new remote_ops(r.comm, r.base, r.segment_size);
-  auto* ops = r.messages;
-  r.progress_hooks.push_back([ops] {
-    if (ops->serve() > 0) ++rt().progress_arrivals;
-  });
+  // Requests travel when some target's atomics or data are not MPI RMA (not under SHOAL_FORCE_MPI with a window).
+  const bool requests = !r.mpi_atomics || r.win == MPI_WIN_NULL;
   if (!want) want = env_progress_thread();
   const bool multiple = r.thread_level >= MPI_THREAD_MULTIPLE;
-  if (want.value_or(r.hosts > 1 && multiple)) {
-    if (!multiple) {
-      throw usage_error(
-          "shoal: the progress thread (SHOAL_PROGRESS_THREAD=on / options::progress_thread) needs "
-          "MPI_THREAD_MULTIPLE, but MPI provides less; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, "
-          "...) or turn the progress thread off");
-    }
-    r.helper = new progress_thread(*ops);
+  const bool thread = want.value_or(r.hosts > 1 && multiple);
+  if (thread && !multiple) {
+    throw usage_error(
+        "shoal: the progress thread (SHOAL_PROGRESS_THREAD=on / options::progress_thread) needs MPI_THREAD_MULTIPLE, "
+        "but MPI provides less; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or turn the "
+        "progress thread off");
   }
+  if (!requests && !thread) return;
+  r.messages = new remote_ops(r.comm, r.base, r.segment_size);
+  auto* ops = r.messages;
+  if (requests) {
+    r.progress_hooks.push_back([ops] {
+      if (ops->serve() > 0) ++rt().progress_arrivals;
+    });
+  }
+  // The thread serves requests and, by calling MPI, drives MPI's progress for the RMA path as well.
+  if (thread) r.helper = new progress_thread(*ops);
 }
 
 /// Stops the progress thread and frees the windows (collective: the end of the environment).

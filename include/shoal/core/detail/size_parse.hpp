@@ -54,12 +54,16 @@ inline std::optional<std::size_t> env_size(const char* name) {
   return parse_size(v, name);
 }
 
-/// True when environment variable `name` is set to something other than "", "0", "false", "no", "off".
+/// A boolean setting: unset or empty is false; 1/0, on/off, yes/no, true/false (any case) are accepted; anything
+/// else throws usage_error naming the variable, its value and the accepted spellings.
 inline bool env_flag(const char* name) {
   const char* v = std::getenv(name);
-  if (v == nullptr) return false;
+  if (v == nullptr || *v == '\0') return false;
   std::string s(v);
-  return !(s.empty() || s == "0" || s == "false" || s == "no" || s == "off" || s == "FALSE" || s == "OFF");
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "1" || s == "on" || s == "yes" || s == "true") return true;
+  if (s == "0" || s == "off" || s == "no" || s == "false") return false;
+  throw usage_error(std::string(name) + "=\"" + v + "\" is not a boolean; use 1/0, on/off, yes/no or true/false");
 }
 
 /// Human-readable size: "512 MiB".
