@@ -267,7 +267,9 @@ TEST(Atomics, Bitwise32) { bitwise_and_exchange<std::int32_t>(); }
 template <class T>
 void mixed_operations_on_one_word() {
   // fetch_add, compare_exchange, atomic_load and fetch_xor race on one word; every update is kept only if all of
-  // them are atomic with respect to each other.
+  // them are atomic with respect to each other. Across hosts (scripts/test.sh's multihost runs, 2 hosts x 2 ranks)
+  // rank 1 updates rank 0's word with CPU atomics and ranks 2 and 3 through rank 0's messages: both mechanisms on
+  // one word.
   auto ptrs = shoal::allocate_collective<T>(1);
   auto word = ptrs[0];
   if (me() == 0) *word.local() = 0;
