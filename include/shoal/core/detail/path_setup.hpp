@@ -82,14 +82,19 @@ inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi) {
       MPI_Info_free(&info);
       mpi_check(rc, heap_hint.c_str());
     }
+    SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, shared_win));  // every window is locked as soon as it exists
     map_node_peers(r, shared_win);
     if (r.hosts == 1) {
       r.win = shared_win;
       r.path = rma_path::shared_memory;
     } else {
       r.node_win = shared_win;
-      try_window(r.comm, "MPI_Win_create across hosts",
-                 [&] { return MPI_Win_create(r.base, bytes, 1, info, r.comm, &r.win); });
+      if (try_window(r.comm, "MPI_Win_create across hosts",
+                     [&] { return MPI_Win_create(r.base, bytes, 1, info, r.comm, &r.win); })) {
+        SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r.win));
+      } else {
+        r.win = MPI_WIN_NULL;
+      }
       r.path = r.win != MPI_WIN_NULL ? rma_path::mpi : rma_path::messages;
     }
     r.mpi_atomics = false;
@@ -103,22 +108,23 @@ inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi) {
     const bool ok = try_window(r.comm, "MPI_Win_allocate",
                                [&] { return MPI_Win_allocate(bytes, 1, info, r.comm, &r.base, &r.win); });
     if (ok) {
+      SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r.win));
       r.path = rma_path::mpi;
       r.mpi_atomics = true;
     } else {
       // No window across the job: this rank's segment alone, everything by messages.
+      r.win = MPI_WIN_NULL;
       const int rc = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, MPI_COMM_SELF, &r.base, &r.node_win);
       if (rc != MPI_SUCCESS) {
         MPI_Info_free(&info);
         mpi_check(rc, heap_hint.c_str());
       }
+      SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r.node_win));
       r.path = rma_path::messages;
       r.mpi_atomics = false;
     }
   }
   MPI_Info_free(&info);
-  if (r.win != MPI_WIN_NULL) SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r.win));
-  if (r.node_win != MPI_WIN_NULL) SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r.node_win));
 }
 
 /// Reads SHOAL_PROGRESS_THREAD: auto (unset, "", "auto"), on, off.
@@ -161,7 +167,8 @@ inline void start_messages(runtime& r, std::optional<bool> want) {
   if (thread) r.helper = new progress_thread(*ops);
 }
 
-/// Stops the progress thread and frees the windows (collective: the end of the environment).
+/// Stops the progress thread and frees the windows, each locked since it was made (collective: the end of the
+/// environment).
 inline void free_paths(runtime& r) {
   delete r.helper;
   r.helper = nullptr;

@@ -206,7 +206,7 @@ class remote_ops {
   }
 
   void apply(int source, std::size_t count) {
-    header h;
+    header h{};
     if (count < sizeof h) bad_request(source, h);
     std::memcpy(&h, inbox_.data(), sizeof h);
     if (h.offset > segment_size_ || h.bytes > segment_size_ - h.offset) bad_request(source, h);
