@@ -11,6 +11,7 @@ packages=(
   libabsl-dev                    # absl::flat_hash_map: flat local tables, the per-core baseline
   libfmt-dev libcli11-dev nlohmann-json3-dev   # shoal-bench: table output, options, JSON records
   libgtest-dev                   # tests
+  python3-matplotlib             # scripts/plot.py: the figures of docs/results.md
 )
 
 missing=()
