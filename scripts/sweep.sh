@@ -13,7 +13,7 @@ usage: scripts/sweep.sh [options] [-- shoal-bench arguments]
 
 Runs each chosen workload once per rank count and size (one shoal-bench run each, under mpirun) and writes one JSON
 file: {"machine": {...}, "sweep": {...}, "records": [...], "failures": [...]}. Progress goes to stderr; the output
-of every shoal-bench run goes to OUTPUT with .json replaced by .log.
+of every shoal-bench run goes to a log file (--log).
 
 options:
   -w, --workloads LIST  comma-separated workloads (default: all that `shoal-bench --list` shows)
@@ -22,6 +22,7 @@ options:
                         SPEC is LIST (every workload) or WORKLOAD=LIST (that workload only); repeatable.
                         Default: default
   -o, --output FILE     the JSON file to write (default: sweep.json)
+      --log FILE        the output of every shoal-bench run (default: OUTPUT with .json replaced by .log)
       --mpi NAME        openmpi (default) or mpich: the launcher, and the build directory of the default binary
       --bench PATH      the shoal-bench binary (default: build/release/bench/shoal-bench, or
                         build/release-mpich/... with --mpi mpich; built in Release if missing)
@@ -41,6 +42,7 @@ workloads=""
 ranks=""
 size_specs=()
 output=sweep.json
+log=""
 mpi=openmpi
 bench=""
 launcher=""
@@ -55,6 +57,7 @@ while [ $# -gt 0 ]; do
     -r|--ranks) ranks=${2:?$1 needs a value}; shift 2 ;;
     -s|--sizes) size_specs+=("${2:?$1 needs a value}"); shift 2 ;;
     -o|--output) output=${2:?$1 needs a value}; shift 2 ;;
+    --log) log=${2:?$1 needs a value}; shift 2 ;;
     --mpi) mpi=${2:?$1 needs a value}; shift 2 ;;
     --bench) bench=${2:?$1 needs a value}; shift 2 ;;
     --launcher) launcher=${2:?$1 needs a value}; shift 2 ;;
@@ -68,6 +71,7 @@ done
 
 absolute() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 output=$(absolute "$output")
+log=$(absolute "${log:-${output%.json}.log}")
 [ -z "$bench" ] || bench=$(absolute "$bench")
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -184,7 +188,7 @@ export SWEEP_RANKS=$ranks
 mkdir -p "$(dirname "$output")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-log=${output%.json}.log
+mkdir -p "$(dirname "$log")"
 : >"$log"
 total=0
 for w in "${workload_list[@]}"; do
