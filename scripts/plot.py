@@ -89,8 +89,8 @@ def check_field(where, record, name, kind):
     return float(value) if kind is float else value
 
 
-def parse_record(path, index, record):
-    where = f"{path}: record {index}"
+def parse_record(path, index, count, record):
+    where = f"{path}: record {index + 1} of {count}"
     if not isinstance(record, dict):
         raise InputError(f"{where}: expected an object, got {json.dumps(record)[:60]}")
     if isinstance(record.get("workload"), str):
@@ -127,7 +127,7 @@ def load(path):
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text: {e.reason}") from None
     except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        raise InputError(f"{path}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
     document = {}
     if isinstance(data, dict):
         if not isinstance(data.get("records"), list):
@@ -142,7 +142,7 @@ def load(path):
                          f"got {type(data).__name__}")
     if not data:
         raise InputError(f"{path}: no records")
-    rows = [parse_record(path, i, r) for i, r in enumerate(data)]
+    rows = [parse_record(path, i, len(data), r) for i, r in enumerate(data)]
     return Results(document.get("machine", {}), document.get("sweep", {}), document.get("failures", []), rows)
 
 
@@ -184,6 +184,8 @@ def pyplot():
         raise InputError("matplotlib is missing: apt-get install python3-matplotlib (scripts/install-deps.sh)") \
             from None
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller files, searchable figures
+    matplotlib.rcParams["svg.hashsalt"] = "shoal"  # the same input gives the same SVG (no random ids)
     import matplotlib.pyplot as plt
     return plt
 
@@ -252,7 +254,7 @@ def save(fig, out_dir, name):
     paths = []
     for fmt in FORMATS:
         path = f"{out_dir}/{name}.{fmt}"
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
         paths.append(path)
     return paths
 
@@ -291,19 +293,20 @@ def summary_figure(plt, rows, machine):
     bar = 0.8 * pitch / len(ranks)
     ratios = [r.ratio for r in rows if r.has_ratio]
     low, high = (min(ratios + [1.0]) / 2, max(ratios + [1.0]) * 2)
-    labels, missing = [], []
+    labels = []
     for g, ((workload, operation, variant, baseline, size), group) in enumerate(groups.items()):
         y = g * pitch
-        label = f"{workload} · {operation} · {variant or '-'} vs {baseline}"
-        labels.append(label + (f" ({size_label(size)})" if several_sizes else ""))
+        against = f"vs {baseline}" if group[0].has_baseline else "(no baseline)"
+        labels.append(f"{workload} · {operation} · {variant or '-'} {against}"
+                      + (f" ({size_label(size)})" if several_sizes else ""))
         for row in group:
-            offset = (ranks.index(row.ranks) - (len(ranks) - 1) / 2) * bar
             if row.has_ratio:
+                offset = (ranks.index(row.ranks) - (len(ranks) - 1) / 2) * bar
                 ax.barh(y + offset, row.ratio - 1.0, left=1.0, height=bar, color=colors[row.ranks])
-            else:
-                missing.append((y + offset, row))
-    for y, row in missing:
-        ax.text(low * 1.05, y, "no ratio (no baseline, or a value of 0)", fontsize=5, va="center", color="gray")
+        without = [str(r.ranks) for r in group if not r.has_ratio]
+        if without:
+            ax.text(low * 1.05, y, f"no ratio at {', '.join(without)} ranks (no baseline, or a value of 0)",
+                    fontsize=5, va="center", color="0.4")
     shade_workloads(ax, [key[0] for key in groups], pitch)
     ax.set_xscale("log")
     ax.set_xlim(low, high)

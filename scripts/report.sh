@@ -12,6 +12,7 @@
 #   scripts/report.sh --note "machine shared" -r 1,2   arguments go to scripts/sweep.sh (see scripts/sweep.sh --help)
 #   scripts/report.sh --docs /tmp/page ...             write results.json, results/ and results.md elsewhere
 set -uo pipefail
+{  # the whole script is read before it runs: editing it (or a git checkout) during a sweep is safe
 
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
   sed -n '2,14s/^# \{0,1\}//p' "$0"
@@ -44,3 +45,5 @@ rm -f "$docs"/results/*.svg "$docs"/results/*.png
   --command "$command" >/dev/null || exit 1
 echo "report.sh: wrote $docs/results.md, $docs/results.json and the figures in $docs/results/" >&2
 exit "$sweep_status"
+exit
+}

@@ -6,6 +6,7 @@
 #   scripts/sweep.sh -w core,bloom -r 1,2 -s 1000,default -o sweep.json
 #   scripts/sweep.sh -w hash_map -s hash_map=1000,100000 -- --heap 2G     (arguments after -- go to shoal-bench)
 set -euo pipefail
+{  # the whole script is read before it runs: editing it (or a git checkout) during a sweep is safe
 
 usage() {
   cat <<'EOF'
@@ -273,3 +274,5 @@ print(f"sweep.sh: {len(records)} records from {len(sweep['runs'])} runs ({len(fa
 EOF
 
 [ "$failed" -eq 0 ] || exit 3
+exit
+}
