@@ -12,6 +12,7 @@ Exit status: 0 done, 2 unusable input (the message names the file and what is wr
 """
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -201,28 +202,36 @@ def draw_line(ax, values, **style):
 
 
 def baseline_lines(rows, several_sizes):
-    """[(label, {ranks: value}, variant or None)]: one line per baseline, or per variant when their values differ."""
+    """[(label, {ranks: value}, (variant or None, size))]: one line per baseline and size, or per variant too when
+    their values differ."""
     lines = []
     for (baseline, size), group in grouped([r for r in rows if r.has_baseline], lambda r: (r.baseline, r.size)).items():
         by_variant = {v: series_values(g, "baseline_value") for v, g in grouped(group, lambda r: r.rest).items()}
         suffix = f", {size_label(size)}" if several_sizes else ""
         distinct = {tuple(sorted(v.items())) for v in by_variant.values()}
         if len(distinct) == 1:
-            lines.append((f"{baseline}{suffix}", next(iter(by_variant.values())), None))
+            lines.append((f"{baseline}{suffix}", next(iter(by_variant.values())), (None, size)))
         else:
-            lines += [(f"{baseline} ({variant}{suffix})", values, variant) for variant, values in by_variant.items()]
+            lines += [(f"{baseline} ({variant}{suffix})", values, (variant, size))
+                      for variant, values in by_variant.items()]
     return lines
 
 
+def palette():
+    """An endless cycle of matplotlib's default colors, for one figure or panel."""
+    import matplotlib
+    return itertools.cycle(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"])
+
+
 def draw_panel(ax, rows, several_sizes):
-    colors = {}
-    palette = ax._get_lines.get_next_color
-    for (variant, size), group in grouped(rows, lambda r: (r.rest, r.size)).items():
-        color = colors.setdefault(variant, palette()) if not several_sizes else palette()
+    colors = {}  # (variant, size) -> color of shoal's line; a baseline drawn once per size takes (None, size)
+    for ((variant, size), group), color in zip(grouped(rows, lambda r: (r.rest, r.size)).items(), palette()):
+        colors[variant, size] = color
+        colors[None, size] = "black" if (None, size) in colors else color
         label = "shoal" + (f" {variant}" if variant else "") + (f", {size_label(size)}" if several_sizes else "")
         draw_line(ax, series_values(group, "value"), color=color, marker="o", label=label)
-    for label, values, variant in baseline_lines(rows, several_sizes):
-        color = colors.get(variant, "black") if variant is not None else "black"
+    for label, values, key in baseline_lines(rows, several_sizes):
+        color = colors.get(key, "black")
         draw_line(ax, values, color=color, marker="x", linestyle="--", alpha=0.8, label=label)
     ranks = sorted({r.ranks for r in rows})
     ax.set_xscale("log", base=2)
@@ -289,7 +298,7 @@ def summary_figure(plt, rows, machine):
     several_sizes = len({r.size for r in rows}) > 1
     pitch = max(1.0, 0.45 * len(ranks))
     fig, ax = plt.subplots(figsize=(11, 1.8 + 0.13 * pitch * len(groups)), layout="constrained")
-    colors = {n: ax._get_lines.get_next_color() for n in ranks}
+    colors = dict(zip(ranks, palette()))
     bar = 0.8 * pitch / len(ranks)
     ratios = [r.ratio for r in rows if r.has_ratio]
     low, high = (min(ratios + [1.0]) / 2, max(ratios + [1.0]) * 2)
