@@ -9,23 +9,26 @@
 #   build/report/sweep.log   the output of every shoal-bench run
 #
 #   scripts/report.sh                                  the default sweep (about 5 minutes on 2 cores)
-#   scripts/report.sh --note "machine shared" -r 1,2   arguments go to scripts/sweep.sh (see scripts/sweep.sh --help)
+#   scripts/report.sh --note "machine shared" -r 1,2   arguments go to scripts/sweep.sh (see scripts/sweep.sh --help;
+#                                                      its paths are relative to the repository's root)
 #   scripts/report.sh --docs /tmp/page ...             write results.json, results/ and results.md elsewhere
 set -uo pipefail
 {  # the whole script is read before it runs: editing it (or a git checkout) during a sweep is safe
 
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
-  sed -n '2,14s/^# \{0,1\}//p' "$0"
+  sed -n '2,15s/^# \{0,1\}//p' "$0"
   exit 0
 fi
+command=scripts/report.sh
+[ $# -eq 0 ] || command+=$(printf ' %q' "$@")
 docs=docs
 if [ "${1:-}" = --docs ]; then
   docs=${2:?--docs needs a directory}
   shift 2
 fi
-command="scripts/report.sh${*:+ $*}"
 case $docs in /*) ;; *) docs=$PWD/$docs ;; esac
 cd "$(dirname "$0")/.."
+docs=${docs#"$PWD"/}   # inside the repository: a relative path, as the page quotes it
 scripts/install-deps.sh || exit 1
 python=/usr/bin/python3   # Debian's python3-matplotlib is installed for this interpreter
 [ -x "$python" ] || python=python3

@@ -50,7 +50,8 @@ launcher=""
 run_timeout=3600
 note=""
 bench_args=()
-invocation="scripts/sweep.sh $*"
+invocation=scripts/sweep.sh
+[ $# -eq 0 ] || invocation+=$(printf ' %q' "$@")
 
 while [ $# -gt 0 ]; do
   case $1 in
