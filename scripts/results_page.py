@@ -51,6 +51,10 @@ def machine_section(machine, sweep, command):
                   ""]
     if rows:
         parts += [table(["", ""], rows), ""]
+    cores, ranks = machine.get("cores"), sweep.get("ranks", [])
+    if isinstance(cores, int) and any(n > cores for n in ranks):
+        parts += [f"Runs at more ranks than the machine's {cores} cores are oversubscribed (ranks take turns on the "
+                  "cores): they show that the code works at that scale, not how it would scale.", ""]
     return parts
 
 
@@ -67,7 +71,8 @@ def workload_table(rows):
     header = ["operation", "variant"] + (["size"] if several_sizes else []) + [
         "ranks", "shoal", "unit", "baseline", "baseline value", "ratio"]
     body = []
-    for r in rows:
+    same_row = plot.grouped(rows, lambda r: (r.operation, r.variant, r.baseline, r.size))
+    for r in [r for group in same_row.values() for r in sorted(group, key=lambda r: r.ranks)]:
         body.append([r.operation, r.variant or "-"] + ([r.size or "default"] if several_sizes else []) + [
             r.ranks, fmt(r.value), r.unit, r.baseline, fmt(r.baseline_value) if r.has_baseline else "-",
             f"{r.ratio:.2f}" if r.has_ratio else "-"])
