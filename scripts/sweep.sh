@@ -27,7 +27,8 @@ options:
       --mpi NAME        openmpi (default) or mpich: the launcher, and the build directory of the default binary
       --bench PATH      the shoal-bench binary (default: build/release/bench/shoal-bench, or
                         build/release-mpich/... with --mpi mpich; built in Release if missing)
-      --launcher CMD    the MPI launcher (default: mpirun.openmpi, or mpiexec.mpich with --mpi mpich)
+      --launcher PATH   the MPI launcher (default: that of the MPI shoal-bench links, mpirun.openmpi or
+                        mpiexec.mpich)
       --timeout SEC     give up on one shoal-bench run after SEC seconds (default: 3600; 0 = never)
       --note TEXT       a note stored in the machine description (e.g. "shared with two parallel builds")
   -h, --help            this help
@@ -85,8 +86,6 @@ case $mpi in
                     -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich) ;;
   *) die "--mpi must be openmpi or mpich, not '$mpi'" ;;
 esac
-launcher=${launcher:-$default_launcher}
-command -v "${launcher%% *}" >/dev/null || die "MPI launcher '$launcher' not found"
 [[ $run_timeout =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 
 if [ -z "$bench" ]; then
@@ -100,6 +99,14 @@ if [ -z "$bench" ]; then
 fi
 [ -x "$bench" ] || die "no shoal-bench at '$bench'"
 bench=$(realpath "$bench")
+if [ -z "$launcher" ]; then
+  case $(ldd "$bench" 2>/dev/null) in
+    *libmpich*) launcher=mpiexec.mpich ;;
+    *libmpi.so*) launcher=mpirun.openmpi ;;
+    *) launcher=$default_launcher ;;
+  esac
+fi
+command -v "$launcher" >/dev/null || die "MPI launcher '$launcher' not found"
 
 # ---- what to run ------------------------------------------------------------------------------------------------
 
@@ -154,7 +161,7 @@ cmake_cache_value() {  # variable -> its value in the CMakeCache.txt of the buil
 
 mpi_version() {
   local text
-  text=$(${launcher} --version 2>&1 || true)
+  text=$("$launcher" --version 2>&1 || true)
   if grep -qE "\((Open MPI|OpenRTE)\)" <<<"$text"; then
     echo "Open MPI $(head -1 <<<"$text" | awk '{print $NF}')"
   elif grep -q "HYDRA" <<<"$text"; then
