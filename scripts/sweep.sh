@@ -142,6 +142,11 @@ for spec in "${size_specs[@]+"${size_specs[@]}"}"; do
   if [[ $spec == *=* ]]; then
     grep -qx -- "${spec%%=*}" <<<"$known" || die "--sizes names unknown workload '${spec%%=*}'"
   fi
+  IFS=, read -ra s <<<"${spec#*=}"
+  for size in "${s[@]}"; do
+    [[ $size =~ ^([0-9]+([KMGTkmgt](i?[Bb])?|[Bb])?|default)$ ]] ||
+      die "'$size' is not a size (e.g. 1000, 64K, 1M or default)"
+  done
 done
 
 # ---- the machine ------------------------------------------------------------------------------------------------
@@ -228,7 +233,8 @@ for w in "${workload_list[@]}"; do
         status=ok
         echo "$(elapsed "$t0") s" >&2
       else
-        status="exit $?"
+        status=$?
+        if [ "$run_timeout" -gt 0 ] && [ "$status" -eq 124 ]; then status="timed out"; else status="exit $status"; fi
         failed=$((failed + 1))
         echo "FAILED after $(elapsed "$t0") s (see $log)" >&2
       fi
