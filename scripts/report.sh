@@ -14,20 +14,24 @@
 #   scripts/report.sh --docs /tmp/page ...             write results.json, results/ and results.md elsewhere
 set -uo pipefail
 {  # the whole script is read before it runs: editing it (or a git checkout) during a sweep is safe
-
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
   sed -n '2,15s/^# \{0,1\}//p' "$0"
   exit 0
 fi
-command=scripts/report.sh
-[ $# -eq 0 ] || command+=$(printf ' %q' "$@")
+shell_words() {  # the arguments as one would type them: quoted only where needed
+  local a
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./=,:+@%-]+$ ]]; then printf ' %s' "$a"; else printf " '%s'" "${a//\'/\'\\\'\'}"; fi
+  done
+}
+command="scripts/report.sh$(shell_words "$@")"
 docs=docs
 if [ "${1:-}" = --docs ]; then
   docs=${2:?--docs needs a directory}
   shift 2
 fi
 case $docs in /*) ;; *) docs=$PWD/$docs ;; esac
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 docs=${docs#"$PWD"/}   # inside the repository: a relative path, as the page quotes it
 scripts/install-deps.sh || exit 1
 python=/usr/bin/python3   # Debian's python3-matplotlib is installed for this interpreter
@@ -48,5 +52,4 @@ rm -f "$docs"/results/*.svg "$docs"/results/*.png
   --command "$command" >/dev/null || exit 1
 echo "report.sh: wrote $docs/results.md, $docs/results.json and the figures in $docs/results/" >&2
 exit "$sweep_status"
-exit
 }

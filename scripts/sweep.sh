@@ -51,8 +51,13 @@ launcher=""
 run_timeout=3600
 note=""
 bench_args=()
-invocation=scripts/sweep.sh
-[ $# -eq 0 ] || invocation+=$(printf ' %q' "$@")
+shell_words() {  # the arguments as one would type them: quoted only where needed
+  local a
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./=,:+@%-]+$ ]]; then printf ' %s' "$a"; else printf " '%s'" "${a//\'/\'\\\'\'}"; fi
+  done
+}
+invocation="scripts/sweep.sh$(shell_words "$@")"
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -176,32 +181,34 @@ mpi_version() {
   fi
 }
 
-compiler=$(cmake_cache_value CMAKE_CXX_COMPILER)
-mpi_library=$(ldd "$bench" 2>/dev/null | awk '/libmpi/ {print $1}' | paste -sd' ')
-export SWEEP_CORES=$(nproc)
-export SWEEP_MEMORY=$(free -g 2>/dev/null | awk '/^Mem:/ {print $2 " GiB"}')
-export SWEEP_OS=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
-export SWEEP_HOST=$(hostname)
-export SWEEP_MPI="$(mpi_version)"
-export SWEEP_MPI_LIBRARY=$mpi_library
-export SWEEP_BUILD_TYPE=$(cmake_cache_value CMAKE_BUILD_TYPE)
-export SWEEP_COMPILER=$( [ -n "$compiler" ] && "$compiler" --version 2>/dev/null | head -1 || true)
-export SWEEP_COMMIT=$(git describe --always --dirty 2>/dev/null || true)
-export SWEEP_DATE_START=$(date -Iseconds)
-export SWEEP_LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-export SWEEP_NOTE=$note
-export SWEEP_INVOCATION=$invocation
-export SWEEP_LAUNCHER=$launcher
-export SWEEP_BENCH=$bench
-export SWEEP_BENCH_ARGS="${bench_args[*]+"${bench_args[*]}"}"
-export SWEEP_WORKLOADS=$workloads
-export SWEEP_RANKS=$ranks
+describe_machine() {  # key<TAB>value lines, read by the merge below
+  local compiler
+  compiler=$(cmake_cache_value CMAKE_CXX_COMPILER)
+  printf 'cores\t%s\n' "$(nproc)"
+  printf 'memory\t%s\n' "$(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
+  printf 'os\t%s\n' "$(. /etc/os-release && echo "$PRETTY_NAME")"
+  printf 'host\t%s\n' "$(hostname)"
+  printf 'mpi\t%s\n' "$(mpi_version)"
+  printf 'mpi_library\t%s\n' "$(ldd "$bench" | awk '/libmpi/ {print $1}' | paste -sd' ')"
+  printf 'build_type\t%s\n' "$(cmake_cache_value CMAKE_BUILD_TYPE)"
+  printf 'compiler\t%s\n' "$(if [ -n "$compiler" ]; then "$compiler" --version | head -1; fi)"
+  printf 'commit\t%s\n' "$(git describe --always --dirty)"
+  printf 'note\t%s\n' "$note"
+}
+
+stamp() {  # start|end -> the time and the load average, as key<TAB>value lines
+  printf '%s\t%s\n' "$([ "$1" = start ] && echo date || echo date_end)" "$(date -Iseconds)"
+  printf 'load_average_%s\t%s\n' "$1" "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
 
 # ---- the runs ---------------------------------------------------------------------------------------------------
 
 mkdir -p "$(dirname "$output")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+{ describe_machine; stamp start; } >"$work/machine" 2>/dev/null
+printf '%s\t%s\n' command "$invocation" launcher "$launcher" bench "$bench" \
+  bench_args "${bench_args[*]+"${bench_args[*]}"}" workloads "$workloads" ranks "$ranks" >"$work/sweep"
 mkdir -p "$(dirname "$log")"
 : >"$log"
 total=0
@@ -210,7 +217,8 @@ for w in "${workload_list[@]}"; do
   total=$((total + ${#s[@]} * ${#rank_list[@]}))
 done
 
-echo "sweep.sh: $total runs of $bench ($SWEEP_MPI, $SWEEP_BUILD_TYPE) -> $output; log in $log" >&2
+echo "sweep.sh: $total runs of $bench ($(mpi_version), $(cmake_cache_value CMAKE_BUILD_TYPE)) -> $output;" \
+  "log in $log" >&2
 elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 i=0
 failed=0
@@ -243,31 +251,27 @@ for w in "${workload_list[@]}"; do
   done
 done
 
-export SWEEP_DATE_END=$(date -Iseconds)
-export SWEEP_LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+stamp end >>"$work/machine"
 
 # ---- one JSON file ----------------------------------------------------------------------------------------------
 
-python3 - "$work/index" "$output" <<'EOF'
-import json, os, sys
+python3 - "$work" "$output" <<'EOF'
+import json, sys
 
-index, output = sys.argv[1], sys.argv[2]
-env = os.environ.get
-machine = {
-    "cores": int(env("SWEEP_CORES")), "memory": env("SWEEP_MEMORY"), "os": env("SWEEP_OS"),
-    "host": env("SWEEP_HOST"), "mpi": env("SWEEP_MPI"), "mpi_library": env("SWEEP_MPI_LIBRARY"),
-    "build_type": env("SWEEP_BUILD_TYPE"), "compiler": env("SWEEP_COMPILER"), "commit": env("SWEEP_COMMIT"),
-    "date": env("SWEEP_DATE_START"), "date_end": env("SWEEP_DATE_END"),
-    "load_average_start": env("SWEEP_LOAD_START"), "load_average_end": env("SWEEP_LOAD_END"),
-    "note": env("SWEEP_NOTE"),
-}
-sweep = {
-    "command": env("SWEEP_INVOCATION"), "launcher": env("SWEEP_LAUNCHER"), "bench": env("SWEEP_BENCH"),
-    "bench_args": env("SWEEP_BENCH_ARGS"), "workloads": env("SWEEP_WORKLOADS").split(","),
-    "ranks": [int(n) for n in env("SWEEP_RANKS").split(",")], "runs": [],
-}
+work, output = sys.argv[1], sys.argv[2]
+
+
+def key_values(name):
+    with open(f"{work}/{name}") as f:
+        return dict(line.rstrip("\n").split("\t", 1) for line in f)
+
+
+machine = key_values("machine")
+machine["cores"] = int(machine["cores"])
+sweep = key_values("sweep")
+sweep.update(workloads=sweep["workloads"].split(","), ranks=[int(n) for n in sweep["ranks"].split(",")], runs=[])
 records, failures = [], []
-with open(index) as f:
+with open(f"{work}/index") as f:
     for line in f:
         path, workload, ranks, size, status, seconds = line.rstrip("\n").split("\t")
         run = {"workload": workload, "ranks": int(ranks), "size": None if size == "default" else size,
