@@ -9,6 +9,7 @@ Exit status 0 pass, 1 fail, 77 skipped (matplotlib missing).
 """
 
 import copy
+import importlib.util
 import json
 import os
 import shutil
@@ -45,10 +46,12 @@ def run_script(name, *args):
     return run([sys.executable, os.path.join(SCRIPTS, name), *args])
 
 
+def have_matplotlib():
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def require_matplotlib():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not have_matplotlib():
         print("skipped: matplotlib is missing (apt-get install python3-matplotlib)")
         sys.exit(SKIP)
 
@@ -197,15 +200,14 @@ def sweep(work, bench, launcher):
         check(results.machine.get(key) not in (None, ""), f"the machine description lacks '{key}'")
     check(results.machine["note"] == "ctest sweep.small", "the note is not recorded")
     print(f"sweep: {len(results.rows)} records, machine {json.dumps(results.machine)}")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return
-    check_plots(output, fresh_dir(os.path.join(work, "figures")))
+    if have_matplotlib():
+        check_plots(output, fresh_dir(os.path.join(work, "figures")))
 
-    bad = run([os.path.join(SCRIPTS, "sweep.sh"), "--bench", bench, "-w", "no_such_workload", "-o", output])
-    check(bad.returncode == 2 and "unknown workload 'no_such_workload'" in bad.stderr,
-          f"an unknown workload should be refused: {bad.returncode} {bad.stderr}")
+    for args, message in [(["-w", "no_such_workload"], "unknown workload 'no_such_workload'"),
+                          (["-s", "1000,1x"], "'1x' is not a size"), (["-r", "0"], "positive integers")]:
+        bad = run([os.path.join(SCRIPTS, "sweep.sh"), "--bench", bench, "-o", output, *args])
+        check(bad.returncode == 2 and message in bad.stderr, f"sweep.sh {' '.join(args)} should be refused with "
+              f"'{message}', got exit {bad.returncode}: {bad.stderr}")
 
 
 def main(argv):
