@@ -217,15 +217,18 @@ def baseline_lines(rows, several_sizes):
     return lines
 
 
-def palette():
-    """An endless cycle of matplotlib's default colors, for one figure or panel."""
+def palette(count=0):
+    """An endless cycle of colors for `count` lines: matplotlib's default ten, or twenty when more are needed."""
     import matplotlib
+    if count > 10:
+        return itertools.cycle(matplotlib.colormaps["tab20"].colors)
     return itertools.cycle(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"])
 
 
 def draw_panel(ax, rows, several_sizes):
     colors = {}  # (variant, size) -> color of shoal's line; a baseline drawn once per size takes (None, size)
-    for ((variant, size), group), color in zip(grouped(rows, lambda r: (r.rest, r.size)).items(), palette()):
+    series = grouped(rows, lambda r: (r.rest, r.size))
+    for ((variant, size), group), color in zip(series.items(), palette(len(series))):
         colors[variant, size] = color
         colors[None, size] = "black" if (None, size) in colors else color
         label = "shoal" + (f" {variant}" if variant else "") + (f", {size_label(size)}" if several_sizes else "")
@@ -268,23 +271,37 @@ def save(fig, out_dir, name):
     return paths
 
 
-def workload_figure(plt, workload, rows, machine):
-    panels = grouped(rows, lambda r: (r.operation, r.unit, r.path))
+def panel_grid(panels):
+    """{(operation, unit, path): (row, column)}: one row per operation and one column per path when rows carry
+    paths (a row's panels then share their y axis), else the operations two to a row."""
     operations = list(OrderedDict.fromkeys((op, unit) for op, unit, _ in panels))
     paths = list(OrderedDict.fromkeys(path for _, _, path in panels))
+    if len(paths) > 1:
+        return {key: (operations.index(key[:2]), paths.index(key[2])) for key in panels}, len(paths), True
+    columns = min(2, len(panels))
+    return {key: divmod(k, columns) for k, key in enumerate(panels)}, columns, False
+
+
+def workload_figure(plt, workload, rows, machine):
+    panels = grouped(rows, lambda r: (r.operation, r.unit, r.path))
+    grid, columns, by_path = panel_grid(panels)
+    nrows = max(i for i, _ in grid.values()) + 1
     several_sizes = len({r.size for r in rows}) > 1
-    fig, axes = plt.subplots(len(operations), len(paths), squeeze=False, layout="constrained", sharey="row",
-                             figsize=(7.5 * len(paths), 2.6 * len(operations) + 0.6))
-    for i, (operation, unit) in enumerate(operations):
-        for j, path in enumerate(paths):
-            ax = axes[i][j]
-            panel = panels.get((operation, unit, path))
-            if panel is None:
-                ax.set_visible(False)
-                continue
-            draw_panel(ax, panel, several_sizes)
-            ax.set_title(operation + (f" [{path}]" if path else ""), fontsize=9)
-        set_value_scale(axes[i][0], [r for r in rows if (r.operation, r.unit) == (operation, unit)])
+    fig, axes = plt.subplots(nrows, columns, squeeze=False, layout="constrained", sharey="row" if by_path else False,
+                             figsize=(7.5 * columns, 2.6 * nrows + 0.6))
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for (operation, unit, path), panel in panels.items():
+        i, j = grid[operation, unit, path]
+        axes[i][j].set_visible(True)
+        draw_panel(axes[i][j], panel, several_sizes)
+        axes[i][j].set_title(operation + (f" [{path}]" if path else ""), fontsize=9)
+    scaled = set()  # once all is drawn (a row's panels share the y axis when they are one operation's paths)
+    for (operation, unit, path), (i, j) in grid.items():
+        if (i if by_path else (i, j)) not in scaled:
+            scaled.add(i if by_path else (i, j))
+            set_value_scale(axes[i][j], [r for r in rows if (r.operation, r.unit) == (operation, unit)
+                                         and (by_path or r.path == path)])
     fig.suptitle(f"{workload}: shoal (solid) and its same-run baseline (dashed) by rank count\n{caption(machine)}",
                  fontsize=10)
     return fig
