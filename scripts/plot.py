@@ -322,17 +322,15 @@ def summary_figure(plt, rows, machine):
     labels = []
     for g, ((workload, operation, variant, baseline, size), group) in enumerate(groups.items()):
         y = g * pitch
-        against = f"vs {baseline}" if group[0].has_baseline else "(no baseline)"
+        against = "(no baseline)" if baseline in ("", "-") else f"vs {baseline}"
+        without = [str(r.ranks) for r in group if not r.has_ratio]
         labels.append(f"{workload} · {operation} · {variant or '-'} {against}"
-                      + (f" ({size_label(size)})" if several_sizes else ""))
+                      + (f" ({size_label(size)})" if several_sizes else "")
+                      + (f" [no ratio at {', '.join(without)} ranks]" if without else ""))
         for row in group:
             if row.has_ratio:
                 offset = (ranks.index(row.ranks) - (len(ranks) - 1) / 2) * bar
                 ax.barh(y + offset, row.ratio - 1.0, left=1.0, height=bar, color=colors[row.ranks])
-        without = [str(r.ranks) for r in group if not r.has_ratio]
-        if without:
-            ax.text(low * 1.05, y, f"no ratio at {', '.join(without)} ranks (no baseline, or a value of 0)",
-                    fontsize=5, va="center", color="0.4")
     shade_workloads(ax, [key[0] for key in groups], pitch)
     ax.set_xscale("log")
     ax.set_xlim(low, high)
@@ -345,7 +343,8 @@ def summary_figure(plt, rows, machine):
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[n]) for n in ranks]
     ax.legend(handles + [ax.lines[-1]], [f"{n} ranks" for n in ranks] + ["1.0: as fast as the baseline"],
               fontsize=7, loc="lower right")
-    ax.set_title(f"Every row's ratio to its same-run baseline\n{caption(machine)}", fontsize=10)
+    ax.set_title(f"Every row's ratio to its same-run baseline (no ratio: no baseline, or a value of 0)\n"
+                 f"{caption(machine)}", fontsize=10)
     return fig
 
 

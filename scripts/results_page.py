@@ -93,7 +93,8 @@ def page(results, figures, command):
     parts += failures_section(results.failures)
     parts += ["## Every row against its baseline", "",
               "One bar per row, from the 1.0 line (as fast as the baseline) to its ratio; to the right shoal is "
-              "better. Rows without a baseline, or with a value of 0 (for example a rank error of 0), have no ratio.",
+              "better. Rows without a baseline, or with a value of 0 (for example a rank error of 0), have no ratio "
+              "(their label says at which rank counts).",
               "", figure(figures, "summary", "ratio of every row to its baseline"), ""]
     parts += ["## By workload", "",
               "Solid lines: shoal; dashed: its baseline, both against the rank count. Axes say whether lower or "
