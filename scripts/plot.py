@@ -225,7 +225,7 @@ def palette(count=0):
     return itertools.cycle(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"])
 
 
-def draw_panel(ax, rows, several_sizes):
+def draw_panel(ax, rows, several_sizes, ranks):
     colors = {}  # (variant, size) -> color of shoal's line; a baseline drawn once per size takes (None, size)
     series = grouped(rows, lambda r: (r.rest, r.size))
     for ((variant, size), group), color in zip(series.items(), palette(len(series))):
@@ -236,9 +236,9 @@ def draw_panel(ax, rows, several_sizes):
     for label, values, key in baseline_lines(rows, several_sizes):
         color = colors.get(key, "black")
         draw_line(ax, values, color=color, marker="x", linestyle="--", alpha=0.8, label=label)
-    ranks = sorted({r.ranks for r in rows})
     ax.set_xscale("log", base=2)
     ax.set_xticks(ranks, [str(n) for n in ranks])
+    ax.set_xlim(ranks[0] / 1.25, ranks[-1] * 1.25)
     ax.minorticks_off()
     ax.set_xlabel("ranks")
     ax.set_ylabel(axis_label(rows[0]), fontsize=8)
@@ -253,7 +253,7 @@ def set_value_scale(ax, rows):
     if values and all(r.value > 0 for r in rows) and max(values) / min(values) > 100:
         ax.set_yscale("log")
     else:
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(0, max(values, default=1) * 1.08)
 
 
 def caption(machine):
@@ -287,6 +287,7 @@ def workload_figure(plt, workload, rows, machine):
     grid, columns, by_path = panel_grid(panels)
     nrows = max(i for i, _ in grid.values()) + 1
     several_sizes = len({r.size for r in rows}) > 1
+    ranks = sorted({r.ranks for r in rows})  # every panel of the workload on the same rank axis
     fig, axes = plt.subplots(nrows, columns, squeeze=False, layout="constrained", sharey="row" if by_path else False,
                              figsize=(7.5 * columns, 2.6 * nrows + 0.6))
     for ax in axes.flat:
@@ -294,7 +295,7 @@ def workload_figure(plt, workload, rows, machine):
     for (operation, unit, path), panel in panels.items():
         i, j = grid[operation, unit, path]
         axes[i][j].set_visible(True)
-        draw_panel(axes[i][j], panel, several_sizes)
+        draw_panel(axes[i][j], panel, several_sizes, ranks)
         axes[i][j].set_title(operation + (f" [{path}]" if path else ""), fontsize=9)
     scaled = set()  # once all is drawn (a row's panels share the y axis when they are one operation's paths)
     for (operation, unit, path), (i, j) in grid.items():
@@ -312,7 +313,7 @@ def summary_figure(plt, rows, machine):
     1.0 line (to the right: shoal is better), log scale."""
     groups = grouped(rows, lambda r: (r.workload, r.operation, r.variant, r.baseline, r.size))
     ranks = sorted({r.ranks for r in rows})
-    several_sizes = len({r.size for r in rows}) > 1
+    sized = {w for w, g in grouped(rows, lambda r: r.workload).items() if len({r.size for r in g}) > 1}
     pitch = max(1.0, 0.45 * len(ranks))
     fig, ax = plt.subplots(figsize=(11, 1.8 + 0.13 * pitch * len(groups)), layout="constrained")
     colors = dict(zip(ranks, palette()))
@@ -325,7 +326,7 @@ def summary_figure(plt, rows, machine):
         against = "(no baseline)" if baseline in ("", "-") else f"vs {baseline}"
         without = [str(r.ranks) for r in group if not r.has_ratio]
         labels.append(f"{workload} · {operation} · {variant or '-'} {against}"
-                      + (f" ({size_label(size)})" if several_sizes else "")
+                      + (f" ({size_label(size)})" if workload in sized else "")
                       + (f" [no ratio at {', '.join(without)} ranks]" if without else ""))
         for row in group:
             if row.has_ratio:
