@@ -209,8 +209,9 @@ def baseline_lines(rows, several_sizes):
         by_variant = {v: series_values(g, "baseline_value") for v, g in grouped(group, lambda r: r.rest).items()}
         suffix = f", {size_label(size)}" if several_sizes else ""
         distinct = {tuple(sorted(v.items())) for v in by_variant.values()}
-        if len(distinct) == 1:
-            lines.append((f"{baseline}{suffix}", next(iter(by_variant.values())), (None, size)))
+        if len(distinct) == 1:  # one line; in its variant's color when it has only one
+            only = next(iter(by_variant)) if len(by_variant) == 1 else None
+            lines.append((f"{baseline}{suffix}", next(iter(by_variant.values())), (only, size)))
         else:
             lines += [(f"{baseline} ({variant}{suffix})", values, (variant, size))
                       for variant, values in by_variant.items()]
