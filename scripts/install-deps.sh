@@ -4,6 +4,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  python3-matplotlib             # scripts/plot.py: the figures of docs/results.md
   openmpi-bin libopenmpi-dev     # MPI (default)
   mpich libmpich-dev             # MPI, side by side, for the second CI configuration
   libcereal-dev                  # serialization of non-trivial types
@@ -11,7 +12,6 @@ packages=(
   libabsl-dev                    # absl::flat_hash_map: flat local tables, the per-core baseline
   libfmt-dev libcli11-dev nlohmann-json3-dev   # shoal-bench: table output, options, JSON records
   libgtest-dev                   # tests
-  python3-matplotlib             # scripts/plot.py: the figures of docs/results.md
 )
 
 missing=()

@@ -8,7 +8,7 @@
 #   docs/results.md          the page: the machine, this command, the figures and every row
 #   build/report/sweep.log   the output of every shoal-bench run
 #
-#   scripts/report.sh                                  the default sweep (about 5 minutes on 2 cores)
+#   scripts/report.sh                                  the default sweep (3 to 7 minutes on a shared 2-core machine)
 #   scripts/report.sh --note "machine shared" -r 1,2   arguments go to scripts/sweep.sh (see scripts/sweep.sh --help;
 #                                                      its paths are relative to the repository's root)
 #   scripts/report.sh --docs /tmp/page ...             write results.json, results/ and results.md elsewhere
