@@ -22,8 +22,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional
 
-# Variant prefixes naming the communication path a row ran on (shoal-bench adds them; split into panels).
-PATH_PREFIXES = ("shm-path", "mpi-path", "same-host", "cross-host")
+# Leading variant components naming where a row ran (shoal-bench adds them): the RMA path, the number of hosts, and
+# whether the target was on the same host. Rows are split into panels by them.
+PATH_COMPONENT = re.compile(r"shm-path|mpi-path|same-host|cross-host|mixed-hosts|[0-9]+-hosts")
 TIME_UNITS = {"ns", "us", "µs", "ms", "s", "sec", "min"}
 LOWER_IS_BETTER_WORDS = ("latency", "time", "error", "round trip", "seconds", "elapsed")
 FIELDS = OrderedDict([("workload", str), ("operation", str), ("variant", str), ("ranks", int), ("value", float),
@@ -69,13 +70,13 @@ class Row:
 # ---- reading ----------------------------------------------------------------------------------------------------
 
 def split_path(variant):
-    """'shm-path/8 B' -> ('shm-path', '8 B'); a variant without a path prefix -> ('', variant)."""
-    for prefix in PATH_PREFIXES:
-        if variant == prefix:
-            return prefix, ""
-        if variant.startswith(prefix + "/"):
-            return prefix, variant[len(prefix) + 1:]
-    return "", variant
+    """'shm-path/8 B' -> ('shm-path', '8 B'); '2-hosts/mpi-path/cross-host/8 B' -> ('2-hosts/mpi-path/cross-host',
+    '8 B'); a variant without such components -> ('', variant)."""
+    parts = variant.split("/")
+    n = 0
+    while n < len(parts) and PATH_COMPONENT.fullmatch(parts[n]):
+        n += 1
+    return "/".join(parts[:n]), "/".join(parts[n:])
 
 
 def check_field(where, record, name, kind):

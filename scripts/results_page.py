@@ -16,7 +16,8 @@ INTRO = """\
 Every row is shoal's value beside a baseline that does the same work in the same run (plain MPI written the
 obvious way, or the sequential per-core limit). `ratio` is oriented so that > 1 is better for shoal, for rates and
 times alike. `shm-path` rows ran on the shared-memory RMA path, `mpi-path` rows with MPI RMA calls (both inside one
-run of shoal-bench). What each workload measures is described on the container pages under [containers/](containers/)
+run of shoal-bench); across hosts, variants also name the hosts (`2-hosts`) and where the target was (`same-host`,
+`cross-host`). What each workload measures is described on the container pages under [containers/](containers/)
 and in `shoal-bench --list`; the targets each issue set are in the issues themselves."""
 
 MACHINE_FIELDS = [("host", "host"), ("cores", "cores"), ("memory", "memory"), ("os", "system"), ("mpi", "MPI"),

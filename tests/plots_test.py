@@ -100,9 +100,20 @@ def check_orientation():
               " is better")
 
 
+def check_paths():
+    cases = [("shm-path/8 B", "shm-path", "8 B"), ("mpi-path", "mpi-path", ""), ("8 B", "", "8 B"),
+             ("2-hosts/mpi-path/cross-host/8 B", "2-hosts/mpi-path/cross-host", "8 B"),
+             ("3-hosts/mixed-hosts/8 B", "3-hosts/mixed-hosts", "8 B"), ("lock/excl ncand=2", "", "lock/excl ncand=2"),
+             ("shm-path/lock-free/local-first ncand=2", "shm-path", "lock-free/local-first ncand=2")]
+    for variant, path, rest in cases:
+        check(plot.split_path(variant) == (path, rest), f"split_path({variant!r}) = {plot.split_path(variant)}, "
+              f"expected {(path, rest)}")
+
+
 def render(fixture, work):
     require_matplotlib()
     check_orientation()
+    check_paths()
     rows, workloads = check_plots(fixture, fresh_dir(os.path.join(work, "figures")))
     check(any(r.path == "shm-path" for r in rows) and any(r.path == "mpi-path" for r in rows),
           "the fixture should carry both RMA paths")
