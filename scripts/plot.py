@@ -5,10 +5,11 @@
 
 results.json is what scripts/sweep.sh writes ({"machine": ..., "records": [...]}) or what `shoal-bench --json`
 writes (a list of records). For every workload, DIR/<workload>.svg and .png: shoal's value against the rank count
-beside its same-run baseline, one panel per operation (and per RMA path where the rows carry one); and
-DIR/summary.svg and .png: one bar per row of its ratio to the baseline (higher is better for shoal), the 1.0 line
-marked. Needs only the standard library and Debian's python3-matplotlib (hence /usr/bin/python3 above).
-Exit status: 0 done, 2 unusable input (the message names the file and what is wrong).
+beside its same-run baseline, one panel per operation (and per RMA path where the rows carry one), the value axis
+saying whether lower (times, latencies, errors) or higher is better; and DIR/summary.svg and .png: one bar per row
+of its ratio to the baseline (higher is better for shoal), the 1.0 line marked. Needs only the standard library and
+Debian's python3-matplotlib (hence /usr/bin/python3 above).
+Exit status: 0 done, 2 unusable input (the message names the file and what is wrong) or no matplotlib.
 """
 
 import argparse
@@ -33,7 +34,11 @@ TYPE_NAMES = {str: "a string", int: "an integer", float: "a number"}
 FORMATS = ("svg", "png")
 
 
-class InputError(Exception):
+class PlotError(Exception):
+    """plot.py cannot go on; the message says why."""
+
+
+class InputError(PlotError):
     """The input file cannot be used; the message says which file and why."""
 
 
@@ -80,14 +85,12 @@ def split_path(variant):
 
 
 def check_field(where, record, name, kind):
+    """record[name] if it is of `kind` (an int is a number too; a bool is neither); else InputError."""
     value = record[name]
-    ok = isinstance(value, kind) and not isinstance(value, bool)
-    if kind is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if ok and not math.isfinite(value):
-            raise InputError(f"{where}: field '{name}' is {value}, expected a finite number")
-    if not ok:
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else kind):
         raise InputError(f"{where}: field '{name}' is {json.dumps(value)}, expected {TYPE_NAMES[kind]}")
+    if kind is float and not math.isfinite(value):
+        raise InputError(f"{where}: field '{name}' is {value}, expected a finite number")
     return float(value) if kind is float else value
 
 
@@ -183,7 +186,7 @@ def pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise InputError("matplotlib is missing: apt-get install python3-matplotlib (scripts/install-deps.sh)") \
+        raise PlotError("matplotlib is missing: apt-get install python3-matplotlib (scripts/install-deps.sh)") \
             from None
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller files, searchable figures
@@ -383,9 +386,12 @@ def main(argv=None):
     try:
         results = load(args.results)
         written = draw_all(results.rows, results.machine, args.out)
-    except InputError as e:
+    except PlotError as e:
         print(f"plot.py: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        print(f"plot.py: cannot write the figures to {args.out}: {e.strerror} ({e.filename})", file=sys.stderr)
+        return 1
     for paths in written.values():
         print("\n".join(paths))
     return 0

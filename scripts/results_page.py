@@ -62,7 +62,8 @@ def machine_section(machine, sweep, command):
 def failures_section(failures):
     if not failures:
         return []
-    rows = [(f["workload"], f["ranks"], f["size"] or "default", f["status"], f["seconds"]) for f in failures]
+    rows = [(f.get("workload", "?"), f.get("ranks", "?"), f.get("size") or "default", f.get("status", "?"),
+             f.get("seconds", "?")) for f in failures if isinstance(f, dict)]
     return ["## Runs that failed", "", "These runs produced no rows (their output is in the sweep's .log file):", "",
             table(["workload", "ranks", "size", "status", "seconds"], rows), ""]
 
