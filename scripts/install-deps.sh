@@ -4,6 +4,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  python3-matplotlib             # scripts/plot.py: the figures of docs/results.md
   openmpi-bin libopenmpi-dev     # MPI (default)
   mpich libmpich-dev             # MPI, side by side, for the second CI configuration
   libcereal-dev                  # serialization of non-trivial types
