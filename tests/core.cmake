@@ -1,4 +1,5 @@
 # The core runtime, on the path chosen at start (shared memory here) and on the forced MPI RMA path.
-shoal_add_mpi_test(core SOURCES core_test.cpp VARIANTS "mpi:SHOAL_FORCE_MPI=1")
+shoal_add_mpi_test(core SOURCES core_test.cpp VARIANTS "mpi:SHOAL_FORCE_MPI=1"
+                   "messages:SHOAL_FORCE_MESSAGES=1,SHOAL_PROGRESS_THREAD=on")
 shoal_add_mpi_test(core_adopt SOURCES core_adopt_test.cpp MAIN core_adopt_main.cpp)
 shoal_add_mpi_test(serialize SOURCES serialize_test.cpp RANKS 1 2)

@@ -23,7 +23,8 @@ int right() { return (me() + 1) % np(); }
 int left() { return (me() + np() - 1) % np(); }
 
 TEST(Environment, PathMatchesSetting) {
-  const bool forced = std::getenv("SHOAL_FORCE_MPI") != nullptr;
+  const bool messages = std::getenv("SHOAL_FORCE_MESSAGES") != nullptr;
+  const bool forced = std::getenv("SHOAL_FORCE_MPI") != nullptr || messages;
   // The hosts of the job, as MPI sees them (MPI_COMM_TYPE_SHARED): one leader per host.
   const int leaders = shoal::allreduce(shoal::node_team().rank() == 0 ? 1 : 0, shoal::op::sum{});
   EXPECT_EQ(shoal::host_count(), leaders);
@@ -32,7 +33,10 @@ TEST(Environment, PathMatchesSetting) {
   const std::vector<int> leader_of = shoal::allgather(my_leader);
   for (int t = 0; t < np(); ++t) {
     const bool same = leader_of[static_cast<std::size_t>(t)] == my_leader;
-    if (forced) {
+    if (messages) {
+      EXPECT_EQ(shoal::path_to(t), shoal::rma_path::messages) << "target " << t;
+      EXPECT_EQ(shoal::atomic_path_to(t), shoal::rma_path::messages) << "target " << t;
+    } else if (forced) {
       EXPECT_NE(shoal::path_to(t), shoal::rma_path::shared_memory) << "target " << t;
       EXPECT_NE(shoal::atomic_path_to(t), shoal::rma_path::shared_memory) << "target " << t;
     } else if (same) {

@@ -1,3 +1,4 @@
 # relaxed_queue (lock-based in both lock modes, lock-free, local-first insertion) and its strict FIFO baseline,
 # on the path chosen at start (shared memory here) and on the forced MPI RMA path.
-shoal_add_mpi_test(relaxed_queue SOURCES relaxed_queue_test.cpp TIMEOUT 120 VARIANTS "mpi:SHOAL_FORCE_MPI=1")
+shoal_add_mpi_test(relaxed_queue SOURCES relaxed_queue_test.cpp TIMEOUT 120 VARIANTS "mpi:SHOAL_FORCE_MPI=1"
+                   "messages:SHOAL_FORCE_MESSAGES=1,SHOAL_PROGRESS_THREAD=on")

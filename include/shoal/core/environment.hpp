@@ -10,6 +10,7 @@
 // Settings (an option wins over the environment variable):
 //   heap_size        SHOAL_HEAP_SIZE   bytes of symmetric heap per rank ("512M"); default 256M
 //   force_mpi_path   SHOAL_FORCE_MPI=1 use MPI RMA calls even when every rank is on one node
+//   force_messages   SHOAL_FORCE_MESSAGES=1 reach every rank's memory by owner-applied messages
 //   progress_thread  SHOAL_PROGRESS_THREAD=auto|on|off  serve other hosts' operations while this rank computes
 //   verbose          SHOAL_VERBOSE=1   rank 0 prints the paths chosen (shoal::describe_paths) at start
 //
@@ -42,6 +43,10 @@ struct options {
   std::optional<std::size_t> heap_size;
   /// Force the MPI RMA path even on one node. Default: SHOAL_FORCE_MPI.
   std::optional<bool> force_mpi_path;
+  /// Reach every rank's memory, this rank's included, by owner-applied messages (the path another host takes when
+  /// MPI cannot make a window across the job); for tests and for MPIs whose one-sided support is unusable.
+  /// Default: SHOAL_FORCE_MESSAGES.
+  std::optional<bool> force_messages;
   /// The communicator shoal works on (duplicated). Default: MPI_COMM_WORLD.
   MPI_Comm comm = MPI_COMM_WORLD;
   /// Thread level requested when shoal calls MPI_Init_thread. MPI_THREAD_MULTIPLE lets the progress thread run.
@@ -128,7 +133,10 @@ class environment {
       // One decision for the whole job: forced to MPI if any rank asks for it.
       int force_mpi = (opts.force_mpi_path ? *opts.force_mpi_path : detail::env_flag("SHOAL_FORCE_MPI")) ? 1 : 0;
       MPI_Allreduce(MPI_IN_PLACE, &force_mpi, 1, MPI_INT, MPI_MAX, r->comm);
-      detail::setup_paths(*r, seg, force_mpi != 0);
+      int force_messages =
+          (opts.force_messages ? *opts.force_messages : detail::env_flag("SHOAL_FORCE_MESSAGES")) ? 1 : 0;
+      MPI_Allreduce(MPI_IN_PLACE, &force_messages, 1, MPI_INT, MPI_MAX, r->comm);
+      detail::setup_paths(*r, seg, force_mpi != 0, force_messages != 0);
       detail::start_messages(*r, opts.progress_thread);
       r->heap.reset(seg);
     } catch (...) {

@@ -60,8 +60,9 @@ inline void map_node_peers(runtime& r, MPI_Win node_win) {
 ///    MPI can make one (data to other hosts by MPI RMA, else by messages); atomics to other hosts by messages, so
 ///    all atomics on a word are CPU atomics at its owner;
 ///  * forced to MPI (SHOAL_FORCE_MPI): one MPI_Win_allocate window over comm, everything by MPI RMA including
-///    atomics; where MPI cannot make that window, everything by messages.
-inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi) {
+///    atomics; where MPI cannot make that window, everything by messages;
+///  * forced to messages (SHOAL_FORCE_MESSAGES): every target, this rank included, by owner-applied messages.
+inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi, bool force_messages = false) {
   int leader = r.node_rank == 0 ? 1 : 0;
   MPI_Allreduce(&leader, &r.hosts, 1, MPI_INT, MPI_SUM, r.comm);
   r.peer_base.assign(static_cast<std::size_t>(r.size), nullptr);
@@ -73,6 +74,9 @@ inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi) {
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_size", "true");
   MPI_Info_set(info, "same_disp_unit", "true");
+  if (force_messages) {
+    force_mpi = true;  // the branch below, with the window's creation skipped
+  }
   if (!force_mpi) {
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
     const MPI_Comm shared_comm = r.hosts == 1 ? r.comm : r.node_comm;
@@ -105,14 +109,15 @@ inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi) {
     // issues, so it must choose one mechanism that keeps them atomic with each other (other MPIs ignore it).
     // tests/core_test.cpp (MixedOperationsOnOneWord*) checks the property on both MPIs.
     MPI_Info_set(info, "which_accumulate_ops", "sum,band,bor,bxor,replace,no_op,cswap");
-    const bool ok = try_window(r.comm, "MPI_Win_allocate",
-                               [&] { return MPI_Win_allocate(bytes, 1, info, r.comm, &r.base, &r.win); });
+    const bool ok = !force_messages && try_window(r.comm, "MPI_Win_allocate", [&] {
+      return MPI_Win_allocate(bytes, 1, info, r.comm, &r.base, &r.win);
+    });
     if (ok) {
       SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, r.win));
       r.path = rma_path::mpi;
       r.mpi_atomics = true;
     } else {
-      // No window across the job: this rank's segment alone, everything by messages.
+      // No window across the job (or messages forced): this rank's segment alone, everything by messages.
       r.win = MPI_WIN_NULL;
       const int rc = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, MPI_COMM_SELF, &r.base, &r.node_win);
       if (rc != MPI_SUCCESS) {
