@@ -18,12 +18,7 @@ if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
   sed -n '2,15s/^# \{0,1\}//p' "$0"
   exit 0
 fi
-shell_words() {  # the arguments as one would type them: quoted only where needed
-  local a
-  for a in "$@"; do
-    if [[ $a =~ ^[A-Za-z0-9_./=,:+@%-]+$ ]]; then printf ' %s' "$a"; else printf " '%s'" "${a//\'/\'\\\'\'}"; fi
-  done
-}
+source "$(dirname "$0")/shell_words.sh"
 command="scripts/report.sh$(shell_words "$@")"
 docs=docs
 if [ "${1:-}" = --docs ]; then

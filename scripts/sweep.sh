@@ -51,12 +51,7 @@ launcher=""
 run_timeout=3600
 note=""
 bench_args=()
-shell_words() {  # the arguments as one would type them: quoted only where needed
-  local a
-  for a in "$@"; do
-    if [[ $a =~ ^[A-Za-z0-9_./=,:+@%-]+$ ]]; then printf ' %s' "$a"; else printf " '%s'" "${a//\'/\'\\\'\'}"; fi
-  done
-}
+source "$(dirname "$0")/shell_words.sh"
 invocation="scripts/sweep.sh$(shell_words "$@")"
 
 while [ $# -gt 0 ]; do
