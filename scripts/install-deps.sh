@@ -11,6 +11,7 @@ packages=(
   libabsl-dev                    # absl::flat_hash_map: flat local tables, the per-core baseline
   libfmt-dev libcli11-dev nlohmann-json3-dev   # shoal-bench: table output, options, JSON records
   libgtest-dev                   # tests
+  zlib1g-dev                     # shoal-contig: gzip reads
   libboost-dev                   # shoal-flights: Boost.Beast (header-only) HTTP + WebSocket
   chromium chromium-driver python3-selenium   # shoal-flights browser tests (tests/flights_browser.py)
 )
