@@ -9,9 +9,9 @@
 //
 // Shares: gzip streams cannot be entered in the middle, so gzip file number j (counting gzip files only, in the order
 // given) is read whole by rank j mod p. The bytes of the plain files, laid end to end, are cut into p equal ranges;
-// a record belongs to the rank whose range holds its first byte. A rank entering a file in the middle skips to the
-// next record start: a `>` line in FASTA; in FASTQ an `@` line two lines before a `+` line (a quality line may begin
-// with `@`, but then the line two further on is bases, never `+`).
+// a rank reads from the first record start at or after the beginning of its range to the first one at or after its
+// end. A record start is a `>` line in FASTA; in FASTQ an `@` line two lines before a `+` line (a quality line may
+// begin with `@`, but then the line two further on is bases, never `+`).
 #pragma once
 
 #include <zlib.h>
@@ -145,7 +145,8 @@ inline std::string shown(std::string_view line) {
   return "'" + std::string(line.substr(0, 60)) + (line.size() > 60 ? "...'" : "'");
 }
 
-/// Reads the records that start in [begin, end) of one file (end = UINT64_MAX: to the end) into `out`.
+/// Reads the records from the first that starts at or after `begin` to the first that starts at or after `end`
+/// (UINT64_MAX: to the end of the file) into `out`.
 class record_parser {
  public:
   record_parser(std::string path, std::size_t k, read_fragments& out) : path_(std::move(path)), k_(k), out_(out) {}
@@ -154,12 +155,15 @@ class record_parser {
     byte_source src(path_);
     const format f = detect(src);
     if (begin > 0 && src.gzip()) throw reads_error(path_ + ": a gzip file cannot be entered in the middle");
+    // Both neighbours compute the same record start for a boundary, so every record is read by exactly one rank,
+    // and a malformed one between a boundary and the next record start is still read (and reported).
     const std::uint64_t start = begin == 0 ? 0 : record_start(f, begin);
-    if (start >= end) return;
+    const std::uint64_t stop = end == UINT64_MAX ? UINT64_MAX : record_start(f, end);
+    if (start >= stop) return;
     byte_source body(path_);
     line_reader lines(body, start);
-    if (f == format::fasta) parse_fasta(lines, end);
-    else parse_fastq(lines, end);
+    if (f == format::fasta) parse_fasta(lines, stop);
+    else parse_fastq(lines, stop);
   }
 
  private:
