@@ -130,22 +130,16 @@ class kmer_counter {
 
   /// Collective, pass 1: every k-mer occurrence to its owner's Bloom filter; seen twice -> into the table.
   void sight(const read_fragments& reads) {
-    for (std::size_t f = 0; f < reads.size(); ++f) {
-      for_each_kmer(reads[f], k_, [&](const kmer_sighting& s) {
-        shoal::async(bloom_.owner(s.kmer), [](kmer_code c) { active_->on_sighting(c); }, s.kmer);
-      });
-    }
-    shoal::am::barrier();
+    send_all(reads, [this](const kmer_sighting& s) {
+      shoal::async(bloom_.owner(s.kmer), [](kmer_code c) { active_->on_sighting(c); }, s.kmer);
+    });
   }
 
   /// Collective, pass 2: every occurrence of a k-mer in the table counted with its neighbouring bases.
   void tally(const read_fragments& reads) {
-    for (std::size_t f = 0; f < reads.size(); ++f) {
-      for_each_kmer(reads[f], k_, [&](const kmer_sighting& s) {
-        shoal::async(bloom_.owner(s.kmer), [](kmer_sighting t) { active_->on_tally(t); }, s);
-      });
-    }
-    shoal::am::barrier();
+    send_all(reads, [this](const kmer_sighting& s) {
+      shoal::async(bloom_.owner(s.kmer), [](kmer_sighting t) { active_->on_tally(t); }, s);
+    });
   }
 
   /// This rank's k-mers counted at least min_count times, with their extensions.
@@ -178,6 +172,21 @@ class kmer_counter {
   }
 
  private:
+  // Sends every k-mer occurrence of the reads, serving arrived messages every `progress_every` sends (so that
+  // queues, messages to this rank included, stay small and warm in cache), then waits for quiescence.
+  template <class Send>
+  void send_all(const read_fragments& reads, Send send) {
+    constexpr std::size_t progress_every = 1 << 12;
+    std::size_t sent = 0;
+    for (std::size_t f = 0; f < reads.size(); ++f) {
+      for_each_kmer(reads[f], k_, [&](const kmer_sighting& s) {
+        send(s);
+        if (++sent % progress_every == 0) shoal::progress();
+      });
+    }
+    shoal::am::barrier();
+  }
+
   static std::size_t bloom_bits(std::uint64_t occurrences, const kmer_counter_options& opts) {
     return std::max<std::size_t>(1024, static_cast<std::size_t>(static_cast<double>(occurrences) *
                                                                   opts.bloom_bits_per_kmer));
