@@ -76,6 +76,23 @@ if(SHOAL_BUILD_BENCH)
                          PASS_REGULAR_EXPRESSION "contig_bad.fq: line 159: expected a '\\+' separator line")
   endforeach()
 
+  # k = 63 (the largest odd k of the 2-word k-mers), and the --ufx round trip: the solid k-mers written in reads mode
+  # give the same contigs in UFX mode.
+  add_test(NAME contig.reads_k63.np2
+           COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:shoal-contig>
+                   --reads ${_contig_reads_fastq_gz} --k 63 --min-count 4
+                   --ufx ${CMAKE_CURRENT_BINARY_DIR}/contig_reads_k63.ufx
+                   --out ${CMAKE_CURRENT_BINARY_DIR}/contig_reads_k63.fa
+                   --genome ${CMAKE_CURRENT_BINARY_DIR}/contig_reads_fastq.genome.fa --min-genome-coverage 0.95)
+  add_test(NAME contig.ufx_roundtrip.np2
+           COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:shoal-contig>
+                   ${CMAKE_CURRENT_BINARY_DIR}/contig_reads_k63.ufx
+                   --expected ${CMAKE_CURRENT_BINARY_DIR}/contig_reads_k63.fa)
+  set_tests_properties(contig.reads_k63.np2 contig.ufx_roundtrip.np2 PROPERTIES TIMEOUT 60 PROCESSORS 2
+                       ENVIRONMENT "${_contig_env}" LABELS contig)
+  set_tests_properties(contig.reads_k63.np2 PROPERTIES FIXTURES_REQUIRED contig_reads FIXTURES_SETUP contig_k63_ufx)
+  set_tests_properties(contig.ufx_roundtrip.np2 PROPERTIES FIXTURES_REQUIRED contig_k63_ufx)
+
   # The generated data: hairpins (error-free k-mers) and one set of reads (30x, 0.5% substitutions, both strands)
   # written four ways: the same reads, so every format must give the same contigs.
   foreach(shape hairpin hairpin_inside)
