@@ -1,6 +1,11 @@
 // Workload `contig` (BCL §8.2): Meraculous contig generation on a generated genome (error-free k-mers with repeats)
 // — build through hash_map_buffer, traverse with promise::find — beside the per-core limit: one process doing the
 // same build and walk with an absl::flat_hash_map. Reports seconds (lower is better). --size = genome bases.
+//
+// Reads to contigs: reads of the same genome (30x, 100 bases, 0.5% substitutions, both strands, spread over the
+// ranks) counted with the Bloom filter on the AM owners (count.hpp), extended and assembled, against one core
+// counting every k-mer occurrence into an absl::flat_hash_map (no Bloom filter, one pass), extending and walking
+// it. Rows: the k-mer counting rate (occurrences per second, both passes) and the end-to-end time.
 #include <absl/container/flat_hash_map.h>
 
 #include <random>
@@ -8,12 +13,16 @@
 #include <vector>
 
 #include "../apps/contig/assemble.hpp"
+#include "../apps/contig/count.hpp"
+#include "../apps/contig/report.hpp"
 #include "bench.hpp"
 
 namespace {
 
 using shoal::bench::better;
 using shoal::bench::context;
+
+void run_contig_reads(context& ctx, const std::string& genome);
 
 void run_contig(context& ctx) {
   const auto length = ctx.size_or(200000);
@@ -60,6 +69,112 @@ void run_contig(context& ctx) {
              better::lower);
   ctx.report("contig traversal", "promise::find", result.traverse_seconds, "s", "per-core absl map (all)", serial,
              better::lower);
+  run_contig_reads(ctx, genome);
+}
+
+// The reads of the genome this rank holds: read i goes to rank i mod p (every rank draws all of them).
+contig::read_fragments reads_share(const std::string& genome, double coverage, std::size_t length, double errors) {
+  contig::read_fragments out;
+  std::mt19937_64 rng(99);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const auto n = static_cast<std::size_t>(coverage * static_cast<double>(genome.size()) / static_cast<double>(length));
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string read = genome.substr(rng() % (genome.size() - length + 1), length);
+    if (rng() % 2) read = contig::reverse_complement(read);
+    for (auto& b : read) {
+      if (unit(rng) < errors) b = "ACGT"[(contig::base_code(b) + 1 + rng() % 3) % 4];
+    }
+    if (i % static_cast<std::size_t>(shoal::size()) != static_cast<std::size_t>(shoal::rank())) continue;
+    out.bases += read;
+    out.ends.push_back(out.bases.size());
+    ++out.reads;
+    out.read_bases += length;
+  }
+  return out;
+}
+
+// Every rank's reads on rank 0 (others: empty).
+contig::read_fragments reads_share_all(const contig::read_fragments& mine) {
+  std::vector<std::string> strings;
+  for (std::size_t f = 0; f < mine.size(); ++f) strings.emplace_back(mine[f]);
+  contig::read_fragments out;
+  for (const auto& s : contig::gather_strings(strings)) {
+    out.bases += s;
+    out.ends.push_back(out.bases.size());
+    ++out.reads;
+  }
+  return out;
+}
+
+// One core: count every occurrence into an absl::flat_hash_map, extend, walk. Returns the number of contigs.
+std::size_t serial_reads_to_contigs(const contig::read_fragments& reads, std::size_t k, std::uint32_t min_count,
+                                    double& count_seconds, double& total_seconds) {
+  const double t0 = shoal::bench::now();
+  absl::flat_hash_map<contig::kmer_code, contig::kmer_tally> counts;
+  for (std::size_t f = 0; f < reads.size(); ++f) {
+    contig::for_each_kmer(reads[f], k, [&](const contig::kmer_sighting& s) { counts[s.kmer].add(s); });
+  }
+  count_seconds = shoal::bench::now() - t0;
+  absl::flat_hash_map<contig::packed_kmer, contig::extensions> table;
+  std::vector<contig::ufx_record> solid;
+  for (const auto& [code, tally] : counts) {
+    if (tally.count < min_count) continue;
+    solid.push_back({code.to_string(k), {contig::extension_of(tally.left, min_count),
+                                          contig::extension_of(tally.right, min_count)}});
+    table.emplace(contig::pack(solid.back().kmer), solid.back().ext);
+  }
+  contig::walker walk([&](const contig::packed_kmer& p) -> std::optional<contig::extensions> {
+    auto it = table.find(p);
+    if (it == table.end()) return std::nullopt;
+    return it->second;
+  });
+  std::size_t contigs = 0;
+  for (const auto& r : solid) contigs += walk.contigs_from(r.kmer, r.ext).size();
+  total_seconds = shoal::bench::now() - t0;
+  return contigs;
+}
+
+void run_contig_reads(context& ctx, const std::string& genome) {
+  const std::size_t k = 31;
+  const std::uint32_t min_count = 4;
+  ctx.progress("generating reads");
+  const auto mine = reads_share(genome, 30, 100, 0.005);
+  const auto occurrences = shoal::allreduce(contig::kmer_occurrences(mine, k), shoal::op::sum{});
+
+  ctx.progress("distributed reads to contigs");
+  shoal::barrier();
+  const double t0 = shoal::bench::now();
+  std::vector<contig::ufx_record> solid;
+  double count_seconds = 0;
+  {
+    contig::kmer_counter counter(k, occurrences);
+    counter.sight(mine);
+    counter.tally(mine);
+    count_seconds = shoal::allreduce(shoal::bench::now() - t0, shoal::op::max{});
+    for (auto& c : counter.solid(min_count)) solid.push_back(std::move(c.record));
+  }
+  const auto result = contig::assemble(solid);
+  const double total = shoal::allreduce(shoal::bench::now() - t0, shoal::op::max{});
+  const auto contigs = shoal::allreduce(result.contigs.size(), shoal::op::sum{});
+
+  ctx.progress("one core reads to contigs");
+  double serial_count = 0, serial_total = 0;
+  std::size_t serial_contigs = 0;
+  {
+    // Rank 0 gathers every read (untimed) and runs the single-core pipeline.
+    contig::read_fragments all = reads_share_all(mine);
+    if (shoal::rank() == 0) serial_contigs = serial_reads_to_contigs(all, k, min_count, serial_count, serial_total);
+  }
+  serial_count = shoal::broadcast(serial_count);
+  serial_total = shoal::broadcast(serial_total);
+  serial_contigs = shoal::broadcast(serial_contigs);
+  if (serial_contigs != contigs) throw shoal::error("contig workload: reads: distributed and serial contigs differ");
+  const auto rate = [&](double s) { return static_cast<double>(occurrences) / s / 1e6; };
+  const std::string variant = std::to_string(occurrences) + " 31-mer occurrences (30x), " + std::to_string(contigs) +
+                              " contigs";
+  ctx.report("contig reads: k-mer counting", "Bloom + AM owners, 2 passes", rate(count_seconds), "M k-mers/s",
+             "one core, absl map", rate(serial_count), better::higher);
+  ctx.report("contig reads: end to end", variant, total, "s", "one core, absl map", serial_total, better::lower);
 }
 
 const shoal::bench::registrar reg("contig", "BCL §8.2: Meraculous contig generation vs the per-core limit",

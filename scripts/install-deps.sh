@@ -13,6 +13,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev   # shoal-bench: table output, options, JSON records
   libgtest-dev                   # tests
   iproute2                       # scripts/multihost.sh: emulated hosts (network namespaces, veth) for the multi-host tests
+  zlib1g-dev                     # shoal-contig: gzip reads
   libboost-dev                   # shoal-flights: Boost.Beast (header-only) HTTP + WebSocket
   chromium chromium-driver python3-selenium   # shoal-flights browser tests (tests/flights_browser.py)
 )

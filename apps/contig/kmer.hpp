@@ -9,8 +9,9 @@
 //
 // A contig is a maximal path of k-mers whose extensions are unique and agree in both directions (the UU graph of
 // Meraculous). Walks start at a k-mer whose left neighbour does not exist or does not point back; each contig is
-// found from both of its ends and emitted once, in the orientation that is lexicographically smaller. Cycles without
-// an end (a circular sequence) are not emitted.
+// found from both of its ends and emitted once, in the orientation that is lexicographically smaller. A contig
+// never holds the same canonical k-mer twice: a walk that would fold back onto its own reverse complement (a
+// hairpin) ends at the last k-mer before the repeat (walker::walk). Cycles without an end are not emitted.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace contig {
@@ -32,6 +34,17 @@ struct packed_kmer {
   std::array<std::uint64_t, 2> words{};
   friend bool operator==(const packed_kmer&, const packed_kmer&) = default;
 };
+
+}  // namespace contig
+
+template <>
+struct std::hash<contig::packed_kmer> {
+  std::size_t operator()(const contig::packed_kmer& k) const noexcept {
+    return std::hash<std::uint64_t>{}(k.words[0] * 0x9e3779b97f4a7c15ull ^ k.words[1]);
+  }
+};
+
+namespace contig {
 
 /// The extensions of a canonical k-mer.
 struct extensions {
@@ -139,14 +152,21 @@ class walker {
   explicit walker(Lookup lookup) : lookup_(std::move(lookup)) {}
 
   /// The contigs that start at the canonical k-mer `kmer` (0, 1 or 2), each in its smaller orientation.
+  ///
+  /// A contig found from both of its ends is emitted by the walk that yields its smaller orientation. A walk that
+  /// stops at the hairpin rule (see walk) is the only walk of its contig, so it is emitted, in its smaller
+  /// orientation: a path that meets its own reverse complement runs s1 .. s(j-1), rc(si), rc(s(i-1)), .. rc(s1) and
+  /// ends where it began, reversed, so its one end is s1, and rc(s1) is no left end (rc(s2) points to it).
   std::vector<std::string> contigs_from(const std::string& kmer, extensions ext) {
     std::vector<std::string> out;
     const std::string rc = reverse_complement(kmer);
     const extensions rc_ext{complement(ext.right), complement(ext.left)};
     for (const auto& [s, e] : {std::pair{kmer, ext}, std::pair{rc, rc_ext}}) {
       if (!is_left_end(s, e)) continue;
-      auto seq = walk(s, e);
-      if (seq <= reverse_complement(seq)) out.push_back(std::move(seq));
+      auto [seq, folded] = walk(s, e);
+      auto seq_rc = reverse_complement(seq);
+      if (folded) out.push_back(std::min(seq, seq_rc));
+      else if (seq <= seq_rc) out.push_back(std::move(seq));
     }
     return out;
   }
@@ -170,29 +190,36 @@ class walker {
     return !pe || pe->right != s.back() || prev == s;
   }
 
-  std::string walk(std::string s, extensions e) {
-    std::string seq = s;
-    const std::string start = s;
+  struct walked {
+    std::string seq;
+    bool folded = false;  // stopped by the hairpin rule
+  };
+
+  /// Walks right from s while the extensions are unique and agree both ways. The hairpin rule: a contig never holds
+  /// the same canonical k-mer twice, so the walk ends at the last k-mer before one whose canonical form is already
+  /// in the contig (a path folding back onto its own reverse complement, or a cycle).
+  walked walk(std::string s, extensions e) {
+    walked out{s, false};
+    seen_.clear();
+    seen_.insert(pack(canonical(s)));
     while (is_base(e.right)) {
       std::string next = s.substr(1) + e.right;
       const auto ne = oriented(next);
-      if (!ne || ne->left != s.front() || next == start) break;
-      seq.push_back(e.right);
+      if (!ne || ne->left != s.front()) break;
+      if (!seen_.insert(pack(canonical(next))).second) {
+        out.folded = true;
+        break;
+      }
+      out.seq.push_back(e.right);
       s = std::move(next);
       e = *ne;
     }
-    return seq;
+    return out;
   }
 
+  std::unordered_set<packed_kmer> seen_;
   Lookup lookup_;
   std::uint64_t lookups_ = 0;
 };
 
 }  // namespace contig
-
-template <>
-struct std::hash<contig::packed_kmer> {
-  std::size_t operator()(const contig::packed_kmer& k) const noexcept {
-    return std::hash<std::uint64_t>{}(k.words[0] * 0x9e3779b97f4a7c15ull ^ k.words[1]);
-  }
-};
