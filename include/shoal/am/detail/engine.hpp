@@ -64,7 +64,7 @@ using trampoline = void (*)(rx_buffer& b);
 /// A received buffer being executed; `pos`, `left` and `run` are shared by nested handler loops (a handler that
 /// waits runs others, possibly the rest of its own group).
 struct rx_buffer {
-  block bytes;
+  block bytes{};
   const std::byte* pos = nullptr;
   const std::byte* end = nullptr;
   int source = 0;
@@ -90,7 +90,7 @@ struct outbox {
   std::uint64_t key = 0;  // of the open group (group_key); 0: none (word 0 is the anchor, never a trampoline)
   std::uint32_t count = 0;
   std::byte* count_at = nullptr;
-  block bytes;
+  block bytes{};
   bool listed = false;  // in engine::dirty
 };
 
