@@ -97,7 +97,6 @@ class partition_search {
     state current = model_.initial(partition_);
     std::size_t placed = 0, deepest = 0;
     std::vector<std::size_t> stuck_at;
-    state stuck_state = current;
     std::vector<frame> stack;
     stack.push_back({minimal(), 0, current});
     for (;;) {
@@ -107,7 +106,6 @@ class partition_search {
         if (placed >= deepest) {
           deepest = placed;
           stuck_at = f.candidates;
-          stuck_state = current;
         }
         stack.pop_back();
         if (stack.empty()) {
