@@ -5,12 +5,22 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 #include <string>
 
 #include "support/history.hpp"
 #include "support/linearizability.hpp"
 
 namespace shoal::testing::history {
+
+/// One operation per line (operation.hpp's describe()), to keep a failing history as a regression input.
+inline void write_history(const std::vector<operation>& ops, const std::string& path) {
+  if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+    for (const auto& o : ops) std::fprintf(f, "%s\n", describe(o).c_str());
+    std::fclose(f);
+  }
+}
 
 enum class promise_kind { linearizable, sequentially_consistent };
 
@@ -24,6 +34,7 @@ verdict expect_history(const recorder& rec, const Model& model, const std::strin
   check_options opts;
   opts.cross_client_slack_ns = rec.cross_client_slack_ns();
   opts.max_steps = max_steps;
+  if (const char* dir = std::getenv("SHOAL_HISTORY_DUMP")) write_history(all, std::string(dir) + "/" + what + ".txt");
   const auto start = std::chrono::steady_clock::now();
   const check_result r = promise == promise_kind::linearizable ? check_linearizable(all, model, opts)
                                                                : check_sequentially_consistent(all, model, opts);

@@ -16,6 +16,8 @@
 //   sequential consistency   b precedes a iff both come from one client and b was issued first (seq). Checked per
 //                            partition, this is a necessary condition only (sequential consistency is not local):
 //                            a rejection is a real violation, an acceptance covers each partition alone.
+// A model may give hints(ops): a number per operation; minimal operations are tried in increasing order of it
+// (e.g. a push when its value is needed). Hints only change which order is tried first, never the verdict.
 // The search is bounded by max_steps (over the whole history): past it the verdict is `undecided`, never a hang.
 #pragma once
 
@@ -83,6 +85,7 @@ class partition_search {
           static_cast<std::size_t>(std::find(clients_.begin(), clients_.end(), o.client) - clients_.begin()));
     }
     placed_.assign(ops_.size() / 64 + 1, 0);
+    if constexpr (requires { model.hints(ops_); }) hints_ = model.hints(ops_);
   }
 
   /// Runs with at most `budget` steps; `steps` is increased by the steps taken.
@@ -193,6 +196,9 @@ class partition_search {
       }
       if (minimal_op) out.push_back(i);
     }
+    if (!hints_.empty()) {
+      std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return hints_[a] < hints_[b]; });
+    }
     return out;
   }
 
@@ -219,6 +225,7 @@ class partition_search {
   std::vector<std::int32_t> clients_;
   std::vector<std::size_t> client_index_;
   std::vector<std::uint64_t> placed_;
+  std::vector<std::uint64_t> hints_;  // the order in which to try minimal operations (a model's hint), if any
   std::unordered_set<memo_key, memo_hash> seen_;
 };
 

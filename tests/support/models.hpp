@@ -16,7 +16,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
+#include <unordered_map>
+#include <vector>
 
 #include "support/operation.hpp"
 
@@ -108,6 +111,23 @@ struct fifo_model {
   static std::size_t hash(const state& s) {
     std::size_t h = s.size();
     for (auto v : s) h = mix_hash(h, static_cast<std::uint64_t>(v));
+    return h;
+  }
+
+  // Try a push when its value is needed: at the call of the pop that returned it (values are unique). Without
+  // this, the search tries every order of concurrent pushes and learns which one was right only at their pops.
+  std::vector<std::uint64_t> hints(const std::vector<operation>& ops) const {
+    std::unordered_map<std::int64_t, std::uint64_t> popped_at;
+    for (const auto& o : ops) {
+      if (o.kind == op_kind::pop && o.ok != 0) popped_at.emplace(o.out, o.call_ns);
+    }
+    std::vector<std::uint64_t> h;
+    for (const auto& o : ops) {
+      const auto it = o.kind == op_kind::push ? popped_at.find(o.arg) : popped_at.end();
+      h.push_back(o.kind != op_kind::push ? o.call_ns
+                  : it != popped_at.end() ? it->second
+                                          : std::numeric_limits<std::uint64_t>::max());
+    }
     return h;
   }
 
