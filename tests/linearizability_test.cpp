@@ -1,0 +1,334 @@
+// Unit tests of the history checker (tests/support/linearizability.hpp) on hand-made histories: each model accepts
+// linearizable histories and rejects known non-linearizable ones (a checker that never rejects proves nothing).
+// No MPI communication: registered at one rank.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "support/linearizability.hpp"
+
+namespace {
+
+using namespace shoal::testing::history;
+
+// A history built one operation at a time; each client's operations get increasing seq numbers.
+class builder {
+ public:
+  builder& op(int client, std::uint64_t call, std::uint64_t ret, op_kind kind, std::int64_t key, std::int64_t arg,
+              bool ok, std::int64_t out = 0, std::int64_t arg2 = 0, std::int64_t out2 = 0) {
+    operation o;
+    o.client = client;
+    o.call_ns = call;
+    o.return_ns = ret;
+    o.kind = kind;
+    o.key = key;
+    o.arg = arg;
+    o.arg2 = arg2;
+    o.ok = ok ? 1 : 0;
+    o.out = out;
+    o.out2 = out2;
+    o.done = 1;
+    std::uint32_t seq = 0;
+    for (const auto& p : ops_) seq += p.client == client;
+    o.seq = seq;
+    ops_.push_back(o);
+    return *this;
+  }
+  const std::vector<operation>& ops() const { return ops_; }
+
+ private:
+  std::vector<operation> ops_;
+};
+
+template <class Model>
+verdict linearizable(const builder& b, const Model& m, std::uint64_t slack = 0) {
+  check_options o;
+  o.cross_client_slack_ns = slack;
+  return check_linearizable(b.ops(), m, o).outcome;
+}
+template <class Model>
+verdict sequentially_consistent(const builder& b, const Model& m) {
+  return check_sequentially_consistent(b.ops(), m).outcome;
+}
+
+constexpr bool yes = true;
+const register_model reg;
+const map_model map;
+const fifo_model fifo;
+const ordered_map_model omap{.group_width = 100, .sentinel_value = -1};
+
+// ---- registers and counters ------------------------------------------------------------------------------------
+
+TEST(RegisterModel, AcceptsAReadOfEitherValueDuringAWrite) {
+  for (std::int64_t seen : {0, 1}) {
+    builder b;
+    b.op(0, 0, 100, op_kind::store, 0, 1, yes).op(1, 10, 20, op_kind::load, 0, 0, yes, seen);
+    EXPECT_EQ(linearizable(b, reg), verdict::ok) << "read " << seen;
+  }
+}
+
+TEST(RegisterModel, RejectsAStaleReadAfterACompletedWrite) {
+  builder b;
+  b.op(0, 0, 10, op_kind::store, 0, 1, yes).op(1, 20, 30, op_kind::load, 0, 0, yes, 0);
+  EXPECT_EQ(linearizable(b, reg), verdict::violation);
+}
+
+TEST(RegisterModel, RejectsAReadThatGoesBackInTime) {
+  // Two reads during one write: once the first saw the new value, a later read cannot see the old one.
+  builder b;
+  b.op(0, 0, 100, op_kind::store, 0, 1, yes)
+      .op(1, 10, 20, op_kind::load, 0, 0, yes, 1)
+      .op(2, 30, 40, op_kind::load, 0, 0, yes, 0);
+  EXPECT_EQ(linearizable(b, reg), verdict::violation);
+}
+
+TEST(RegisterModel, RejectsAValueNobodyWrote) {
+  builder b;
+  b.op(0, 0, 10, op_kind::store, 0, 1, yes).op(1, 0, 30, op_kind::load, 0, 0, yes, 7);
+  EXPECT_EQ(linearizable(b, reg), verdict::violation);
+}
+
+TEST(RegisterModel, AcceptsConcurrentFetchAddsInEitherOrder) {
+  builder b;
+  b.op(0, 0, 100, op_kind::fetch_add, 0, 1, yes, 2)
+      .op(1, 0, 100, op_kind::fetch_add, 0, 2, yes, 0)
+      .op(2, 200, 210, op_kind::load, 0, 0, yes, 3);
+  EXPECT_EQ(linearizable(b, reg), verdict::ok);
+}
+
+TEST(RegisterModel, RejectsALostUpdate) {
+  // Two concurrent increments both saw 0, and a later read sees one increment: an update was lost.
+  builder b;
+  b.op(0, 0, 100, op_kind::fetch_add, 0, 1, yes, 0)
+      .op(1, 0, 100, op_kind::fetch_add, 0, 1, yes, 0)
+      .op(2, 200, 210, op_kind::load, 0, 0, yes, 1);
+  EXPECT_EQ(linearizable(b, reg), verdict::violation);
+}
+
+TEST(RegisterModel, RejectsTwoWinnersOfOneCompareExchange) {
+  builder b;
+  b.op(0, 0, 100, op_kind::compare_exchange, 0, 0, yes, 0, 1)
+      .op(1, 0, 100, op_kind::compare_exchange, 0, 0, yes, 0, 2);
+  EXPECT_EQ(linearizable(b, reg), verdict::violation);
+  builder fine;  // the loser sees the winner's value
+  fine.op(0, 0, 100, op_kind::compare_exchange, 0, 0, yes, 0, 1)
+      .op(1, 0, 100, op_kind::compare_exchange, 0, 0, yes, 1, 2);
+  EXPECT_EQ(linearizable(fine, reg), verdict::ok);
+}
+
+TEST(RegisterModel, XorAndExchangeFollowTheirSequentialMeaning) {
+  builder b;
+  b.op(0, 0, 10, op_kind::fetch_xor, 0, 6, yes, 0)
+      .op(0, 20, 30, op_kind::exchange, 0, 9, yes, 6)
+      .op(1, 40, 50, op_kind::load, 0, 0, yes, 9);
+  EXPECT_EQ(linearizable(b, reg), verdict::ok);
+  builder wrong;
+  wrong.op(0, 0, 10, op_kind::fetch_xor, 0, 6, yes, 0).op(0, 20, 30, op_kind::exchange, 0, 9, yes, 0);
+  EXPECT_EQ(linearizable(wrong, reg), verdict::violation);
+}
+
+TEST(RegisterModel, ClockSlackWidensOnlyOperationsOfDifferentClients) {
+  // The load is stamped 10 ns after the store returned, on another client: within a 15 ns clock error they may
+  // overlap, so the old value is possible. On the store's own client the stamps compare exactly.
+  builder other;
+  other.op(0, 0, 10, op_kind::store, 0, 1, yes).op(1, 20, 30, op_kind::load, 0, 0, yes, 0);
+  EXPECT_EQ(linearizable(other, reg, 15), verdict::ok);
+  EXPECT_EQ(linearizable(other, reg, 5), verdict::violation);
+  builder same;
+  same.op(0, 0, 10, op_kind::store, 0, 1, yes).op(0, 20, 30, op_kind::load, 0, 0, yes, 0);
+  EXPECT_EQ(linearizable(same, reg, 15), verdict::violation);
+}
+
+TEST(RegisterModel, WordsArePartitions) {
+  // A stale read on word 1 is a violation even though word 0's history alone is fine.
+  builder b;
+  b.op(0, 0, 10, op_kind::store, 0, 5, yes)
+      .op(1, 20, 30, op_kind::load, 0, 0, yes, 5)
+      .op(0, 40, 50, op_kind::store, 1, 1, yes)
+      .op(1, 60, 70, op_kind::load, 1, 0, yes, 0);
+  const auto r = check_linearizable(b.ops(), reg);
+  EXPECT_EQ(r.partitions, 2u);
+  EXPECT_EQ(r.outcome, verdict::violation);
+  EXPECT_NE(r.explanation.find("partition 1"), std::string::npos) << r.explanation;
+}
+
+// ---- maps ------------------------------------------------------------------------------------------------------
+
+TEST(MapModel, AcceptsAMissDuringAnInsert) {
+  builder b;
+  b.op(0, 0, 100, op_kind::insert, 7, 70, yes).op(1, 10, 20, op_kind::find, 7, 0, false);
+  EXPECT_EQ(linearizable(b, map), verdict::ok);
+}
+
+TEST(MapModel, RejectsAFindThatMissesACompletedInsert) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 7, 70, yes).op(1, 20, 30, op_kind::find, 7, 0, false);
+  EXPECT_EQ(linearizable(b, map), verdict::violation);
+}
+
+TEST(MapModel, RejectsTwoSuccessfulInsertsOfOneKey) {
+  builder b;
+  b.op(0, 0, 100, op_kind::insert, 7, 70, yes).op(1, 0, 100, op_kind::insert, 7, 71, yes);
+  EXPECT_EQ(linearizable(b, map), verdict::violation);
+}
+
+TEST(MapModel, RejectsAFindOfAValueThatWasNotStored) {
+  // insert does not overwrite: after insert(7, 70) and a refused insert(7, 71), find sees 70.
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 7, 70, yes)
+      .op(1, 20, 30, op_kind::insert, 7, 71, false)
+      .op(1, 40, 50, op_kind::find, 7, 0, yes, 71);
+  EXPECT_EQ(linearizable(b, map), verdict::violation);
+  builder assigned;  // insert_or_assign does
+  assigned.op(0, 0, 10, op_kind::insert, 7, 70, yes)
+      .op(1, 20, 30, op_kind::insert_or_assign, 7, 71, false)
+      .op(1, 40, 50, op_kind::find, 7, 0, yes, 71);
+  EXPECT_EQ(linearizable(assigned, map), verdict::ok);
+}
+
+TEST(MapModel, RejectsAFindAfterACompletedErase) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 7, 70, yes)
+      .op(0, 20, 30, op_kind::erase, 7, 0, yes)
+      .op(1, 40, 50, op_kind::find, 7, 0, yes, 70);
+  EXPECT_EQ(linearizable(b, map), verdict::violation);
+}
+
+TEST(MapModel, ErasedValueMustBeTheStoredOne) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 7, 70, yes).op(1, 20, 30, op_kind::erase_value, 7, 0, yes, 70);
+  EXPECT_EQ(linearizable(b, map), verdict::ok);
+  builder wrong;
+  wrong.op(0, 0, 10, op_kind::insert, 7, 70, yes).op(1, 20, 30, op_kind::erase_value, 7, 0, yes, 71);
+  EXPECT_EQ(linearizable(wrong, map), verdict::violation);
+}
+
+// ---- FIFO queues -----------------------------------------------------------------------------------------------
+
+TEST(FifoModel, AcceptsConcurrentPushesPoppedInEitherOrder) {
+  for (std::int64_t first : {1, 2}) {
+    builder b;
+    b.op(0, 0, 100, op_kind::push, 0, 1, yes)
+        .op(1, 0, 100, op_kind::push, 0, 2, yes)
+        .op(2, 200, 210, op_kind::pop, 0, 0, yes, first)
+        .op(2, 220, 230, op_kind::pop, 0, 0, yes, 3 - first)
+        .op(2, 240, 250, op_kind::pop, 0, 0, false);
+    EXPECT_EQ(linearizable(b, fifo), verdict::ok) << "first " << first;
+  }
+}
+
+TEST(FifoModel, RejectsAFifoViolation) {
+  builder b;
+  b.op(0, 0, 10, op_kind::push, 0, 1, yes)
+      .op(1, 20, 30, op_kind::push, 0, 2, yes)
+      .op(2, 40, 50, op_kind::pop, 0, 0, yes, 2);
+  EXPECT_EQ(linearizable(b, fifo), verdict::violation);
+}
+
+TEST(FifoModel, RejectsAnEmptyPopWhileAValueIsQueued) {
+  builder b;
+  b.op(0, 0, 10, op_kind::push, 0, 1, yes).op(1, 20, 30, op_kind::pop, 0, 0, false);
+  EXPECT_EQ(linearizable(b, fifo), verdict::violation);
+}
+
+TEST(FifoModel, RejectsAValuePoppedTwice) {
+  builder b;
+  b.op(0, 0, 10, op_kind::push, 0, 1, yes)
+      .op(1, 20, 100, op_kind::pop, 0, 0, yes, 1)
+      .op(2, 20, 100, op_kind::pop, 0, 0, yes, 1);
+  EXPECT_EQ(linearizable(b, fifo), verdict::violation);
+}
+
+TEST(FifoModel, RejectsAPopBeforeItsPush) {
+  builder b;
+  b.op(1, 0, 10, op_kind::pop, 0, 0, yes, 1).op(0, 20, 30, op_kind::push, 0, 1, yes);
+  EXPECT_EQ(linearizable(b, fifo), verdict::violation);
+}
+
+// ---- ordered maps ----------------------------------------------------------------------------------------------
+
+TEST(OrderedMapModel, LowerBoundDuringAnInsertSeesEitherKey) {
+  // Group 0 holds the sentinel 99 (value -1).
+  for (bool sees_insert : {true, false}) {
+    builder b;
+    b.op(0, 0, 100, op_kind::insert, 5, 50, yes)
+        .op(1, 10, 20, op_kind::lower_bound, 3, 0, yes, sees_insert ? 5 : 99, 0, sees_insert ? 50 : -1);
+    EXPECT_EQ(linearizable(b, omap), verdict::ok);
+  }
+}
+
+TEST(OrderedMapModel, RejectsALowerBoundThatSkipsACompletedInsert) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 5, 50, yes).op(1, 20, 30, op_kind::lower_bound, 3, 0, yes, 99, 0, -1);
+  EXPECT_EQ(linearizable(b, omap), verdict::violation);
+}
+
+TEST(OrderedMapModel, RejectsALowerBoundOfAnErasedKey) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 5, 50, yes)
+      .op(0, 20, 30, op_kind::erase, 5, 0, yes)
+      .op(1, 40, 50, op_kind::lower_bound, 3, 0, yes, 5, 0, 50);
+  EXPECT_EQ(linearizable(b, omap), verdict::violation);
+}
+
+// ---- sequential consistency ------------------------------------------------------------------------------------
+
+TEST(SequentialConsistency, AcceptsAStaleReadThatLinearizabilityRejects) {
+  // Client 1's find may be ordered before client 0's insert: no real-time order binds them.
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 7, 70, yes).op(1, 20, 30, op_kind::find, 7, 0, false);
+  EXPECT_EQ(linearizable(b, omap), verdict::violation);
+  EXPECT_EQ(sequentially_consistent(b, omap), verdict::ok);
+}
+
+TEST(SequentialConsistency, RejectsAClientThatMissesItsOwnInsert) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 7, 70, yes).op(0, 5, 30, op_kind::find, 7, 0, false);
+  EXPECT_EQ(sequentially_consistent(b, omap), verdict::violation);
+}
+
+TEST(SequentialConsistency, RejectsAKeyThatComesBack) {
+  // Client 1 sees the key, then not, then again, with a single insert and a single erase by client 0.
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 7, 70, yes)
+      .op(0, 20, 30, op_kind::erase, 7, 0, yes)
+      .op(1, 0, 5, op_kind::find, 7, 0, yes, 70)
+      .op(1, 6, 8, op_kind::find, 7, 0, false)
+      .op(1, 9, 12, op_kind::find, 7, 0, yes, 70);
+  EXPECT_EQ(sequentially_consistent(b, omap), verdict::violation);
+}
+
+// ---- the search itself -----------------------------------------------------------------------------------------
+
+TEST(Search, DecidesManyConcurrentOperationsQuickly) {
+  // 12 clients increment at once; their old values are a permutation of 0..11: 12! orders, one fits.
+  builder b;
+  const std::int64_t olds[] = {5, 0, 11, 3, 8, 1, 10, 2, 7, 4, 9, 6};
+  for (int c = 0; c < 12; ++c) b.op(c, 0, 1000, op_kind::fetch_add, 0, 1, yes, olds[c]);
+  b.op(0, 2000, 2010, op_kind::load, 0, 0, yes, 12);
+  const auto r = check_linearizable(b.ops(), reg);
+  EXPECT_EQ(r.outcome, verdict::ok);
+  EXPECT_LT(r.steps, 10'000u);
+}
+
+TEST(Search, ReportsUndecidedAtTheStepLimit) {
+  builder b;
+  for (int c = 0; c < 12; ++c) b.op(c, 0, 1000, op_kind::store, 0, c, yes);
+  b.op(0, 2000, 2010, op_kind::load, 0, 0, yes, 99);  // impossible: the full search is 12! orders
+  check_options o;
+  o.max_steps = 1000;
+  const auto r = check_linearizable(b.ops(), reg, o);
+  EXPECT_EQ(r.outcome, verdict::undecided);
+  EXPECT_NE(r.explanation.find("step limit"), std::string::npos) << r.explanation;
+}
+
+TEST(Search, AnIncompleteOperationIsUndecided) {
+  builder b;
+  b.op(0, 0, 10, op_kind::store, 0, 1, yes);
+  auto ops = b.ops();
+  ops[0].done = 0;
+  EXPECT_EQ(check_linearizable(ops, reg).outcome, verdict::undecided);
+}
+
+}  // namespace
