@@ -160,6 +160,15 @@ inline void start_messages(runtime& r, std::optional<bool> want) {
         "but MPI provides less; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or turn the "
         "progress thread off");
   }
+  if (!requests) {
+    // Everything by MPI RMA (SHOAL_FORCE_MPI): an MPI whose RMA needs the target's library to act (MPICH's software
+    // atomics over TCP or UCX) gets it whenever this rank waits in shoal.
+    const MPI_Comm comm = r.comm;
+    r.progress_hooks.push_back([comm] {
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+    });
+  }
   if (!requests && !thread) return;
   r.messages = new remote_ops(r.comm, r.base, r.segment_size);
   auto* ops = r.messages;
