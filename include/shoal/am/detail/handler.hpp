@@ -113,6 +113,13 @@ struct all_trivial;
 template <class... W>
 struct all_trivial<type_list<W...>> : std::bool_constant<(trivially_serializable<W> && ...)> {
   static constexpr std::size_t bytes = (std::size_t{0} + ... + sizeof(W));
+  /// Where each argument starts in a message of this handler (prefix sums of the sizes).
+  static constexpr std::array<std::size_t, sizeof...(W)> offsets = [] {
+    std::array<std::size_t, sizeof...(W)> out{};
+    std::size_t at = 0, i = 0;
+    ((out[i++] = at, at += sizeof(W)), ...);
+    return out;
+  }();
 };
 
 // ---- handler words -----------------------------------------------------------------------------------------------
@@ -290,8 +297,9 @@ void run_async(rx_buffer& b) {
     for (;;) {
       const std::byte* p = b.pos;
       auto values = [&]<class... W>(type_list<W...>) {
-        std::size_t offset = 0;
-        return std::tuple<W...>{(offset += sizeof(W), load<W>(p + offset - sizeof(W)))...};
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+          return std::tuple<W...>{load<W>(p + all_trivial<Wire>::offsets[I])...};
+        }(std::index_sequence_for<W...>{});
       }(Wire{});
       b.pos = p + all_trivial<Wire>::bytes;
       try {
