@@ -85,10 +85,6 @@ class environment {
     detail::wait_request(req);
     r->progress_hooks.clear();  // they may refer to what free_paths frees
     detail::free_paths(*r);
-    // Every rank stays in MPI until all have freed their windows: MPICH over UCX completes a window's last traffic
-    // only while its peers make progress, and a rank that went on to MPI_Finalize alone could leave a peer's
-    // MPI_Finalize waiting for it (seen across hosts at 4 ranks).
-    MPI_Barrier(r->comm);
     if (r->node_comm != MPI_COMM_NULL) MPI_Comm_free(&r->node_comm);
     MPI_Comm_free(&r->comm);
     const bool owns = r->owns_mpi;
