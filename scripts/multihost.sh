@@ -105,12 +105,12 @@ run() {
          -np "$np" "$@")
   else
     # MPICH (hydra): the ssh launcher through the agent. UCX, under MPICH, sees one machine (the emulated hosts
-    # share the kernel) and may carry bytes between hosts through shared memory; restricting it to TCP
+    # share the kernel) and may carry bytes between hosts through shared memory. Restricting it to TCP
     # (UCX_TLS=tcp,self) is what an honest network would be, but Debian's UCX then often hangs in MPI_Finalize
-    # (2 runs in 8 at 2 hosts x 1 rank, most at 2 x 2 here), even for a program that only calls MPI_Init, MPI_Barrier and MPI_Finalize (UCX's TCP
-    # transport stops progress too early at cleanup: openucx/ucx#8738). So the default keeps UCX's shared memory
-    # (UCX_TLS=tcp,sm,self); shoal still sees two hosts (MPI_COMM_TYPE_SHARED groups by host name) and takes its
-    # cross-host paths. Set UCX_TLS=tcp,self to measure over TCP (docs/multihost.md's MPICH rows were).
+    # (2 runs in 8 at 2 hosts x 1 rank, most at 2 x 2 here), even for a program that only calls MPI_Init,
+    # MPI_Barrier and MPI_Finalize: its TCP transport stops progress too early at cleanup (openucx/ucx#8738). So
+    # the default keeps UCX's shared memory (UCX_TLS=tcp,sm,self); shoal still sees two hosts (MPI_COMM_TYPE_SHARED
+    # groups by host name) and takes its cross-host paths. UCX_TLS=tcp,self measures over TCP (docs/multihost.md).
     cmd=(env UCX_TLS="${UCX_TLS:-tcp,sm,self}"
          "$mpiexec" -launcher ssh -launcher-exec "$agent" -hosts "$spec" -np "$np" "$@")
   fi

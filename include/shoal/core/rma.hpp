@@ -17,8 +17,9 @@
 //
 // Memory-model rules (docs/core.md): every word that is accessed with atomics must only be accessed with shoal
 // atomics (never with get/put or local() at the same time); all atomics on a word are CPU atomics at its owner's
-// host, except under SHOAL_FORCE_MPI, where all of them are MPI atomics — the two never mix on a word. Plain get/put of data that another rank writes
-// concurrently reads or writes bytes without atomicity; publish data with an atomic flag after a put.
+// host, except under SHOAL_FORCE_MPI, where all of them are MPI atomics — the two never mix on a word. Plain
+// get/put of data that another rank writes concurrently reads or writes bytes without atomicity; publish data with
+// an atomic flag after a put.
 #pragma once
 
 #include <mpi.h>

@@ -67,8 +67,8 @@ inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi, bool force_
   MPI_Allreduce(&leader, &r.hosts, 1, MPI_INT, MPI_SUM, r.comm);
   r.peer_base.assign(static_cast<std::size_t>(r.size), nullptr);
   const auto bytes = static_cast<MPI_Aint>(seg);
-  const std::string heap_hint =
-      "allocating the symmetric heap of " + format_size(seg) + " per rank (lower SHOAL_HEAP_SIZE or options::heap_size)";
+  const std::string heap_hint = "allocating the symmetric heap of " + format_size(seg) +
+                                " per rank (lower SHOAL_HEAP_SIZE or options::heap_size)";
 
   MPI_Info info;
   MPI_Info_create(&info);
