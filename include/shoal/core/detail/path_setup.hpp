@@ -132,14 +132,11 @@ inline void setup_paths(runtime& r, std::size_t seg, bool force_mpi, bool force_
   MPI_Info_free(&info);
 }
 
-/// Reads SHOAL_PROGRESS_THREAD: auto (unset, "", "auto"), on, off.
+/// Reads SHOAL_PROGRESS_THREAD: auto (unset, "" or "auto"), else a boolean setting (env_flag's spellings).
 inline std::optional<bool> env_progress_thread() {
   const char* v = std::getenv("SHOAL_PROGRESS_THREAD");
   if (v == nullptr || *v == '\0' || std::string(v) == "auto") return std::nullopt;
-  const std::string s(v);
-  if (s == "1" || s == "on" || s == "yes" || s == "true") return true;
-  if (s == "0" || s == "off" || s == "no" || s == "false") return false;
-  throw usage_error("SHOAL_PROGRESS_THREAD=\"" + s + "\" is not understood; use auto, on or off");
+  return env_flag("SHOAL_PROGRESS_THREAD");
 }
 
 /// Collective. Starts owner-applied operations where some target is not on this host, and the progress thread
