@@ -21,6 +21,7 @@ namespace am_test_handlers {
 
 inline std::vector<std::int64_t> per_source;  // messages handled here, by sender
 inline std::int64_t count = 0;
+inline std::vector<shoal::global_ptr<std::int64_t>> words_of_ranks;  // one word per rank (allocate_collective)
 
 void count_from(std::int64_t claimed_source) {
   EXPECT_EQ(shoal::am::current_source(), claimed_source);
@@ -281,6 +282,31 @@ TEST(Am, HandlerMayWaitForAnRpc) {
   });
   EXPECT_EQ(f.get(), (right() + 1) % np() + 1000);
   shoal::am::barrier();
+}
+
+TEST(Am, HandlersThatWaitForRemoteAtomicsDoNotNestWithoutBound) {
+  reset();
+  // Every handler does a blocking remote atomic on a word of its right neighbour. Where that atomic is a message
+  // (another host, or SHOAL_FORCE_MESSAGES in the "messages" variant) the handler waits, and a wait inside a
+  // handler must not start the next queued handler, which would wait in turn: one stack frame chain per queued
+  // message, a stack overflow at a few thousand.
+  auto words = shoal::allocate_collective<std::int64_t>(1);
+  *words[static_cast<std::size_t>(me())].local() = 0;
+  h::words_of_ranks = words;
+  shoal::barrier();
+  const int n = volume_scaled(20000);
+  for (int i = 0; i < n; ++i) {
+    shoal::async(right(), [] { 
+      const auto next = static_cast<std::size_t>((shoal::rank() + 1) % shoal::size());
+      (void)shoal::fetch_add(h::words_of_ranks[next], std::int64_t{1});
+    });
+  }
+  shoal::am::barrier();
+  shoal::barrier();
+  // The word of rank r is incremented by the handlers run on its left neighbour, which come from that rank's left.
+  EXPECT_EQ(shoal::atomic_load(words[static_cast<std::size_t>(me())]), n);
+  shoal::barrier();
+  shoal::deallocate(words[static_cast<std::size_t>(me())]);
 }
 
 TEST(Am, ProgressDeliversWithoutBarrier) {

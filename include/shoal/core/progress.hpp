@@ -4,6 +4,7 @@
 // a local word) call shoal::progress() themselves. Layers above the core (active messages) register a hook here.
 #pragma once
 
+#include <chrono>
 #include <thread>
 
 #include "shoal/core/detail/runtime.hpp"
@@ -20,27 +21,45 @@ inline void progress() {
 
 namespace shoal::detail {
 
-/// One step of every wait loop in shoal: makes progress and, once the wait is no longer short, yields the CPU, so a
-/// rank that shares its core with the rank it waits for (more ranks than cores) lets that rank run instead of
-/// burning its time slice. A poll that received something (progress_arrivals moved) starts the count again: a rank
-/// that serves a stream of requests while it waits (rpc) stays hot between them. Construct one per wait; call it
-/// once per unsuccessful poll.
+/// One step of every wait loop in shoal: makes progress and, once the wait is no longer short, gives the CPU away,
+/// so a rank that shares its core with the rank it waits for (more ranks than cores) lets that rank run instead of
+/// burning its time slice: after `spins_before_yield` empty polls it yields; after `spins_before_sleep` it sleeps
+/// `sleep_step` per poll (a yield alone does not let a busy peer run under Linux's scheduler; a wait that has already
+/// lasted that long pays at most one step more). A poll that received something (progress_arrivals moved) starts the
+/// count again: a rank that serves a stream of requests while it waits (rpc) stays hot between them. Construct one
+/// per wait; call it once per unsuccessful poll.
 class spin_waiter {
  public:
   static constexpr int spins_before_yield = 64;
+  static constexpr int spins_before_sleep = 4096;
+  static constexpr std::chrono::microseconds sleep_step{20};
   void operator()() {
     auto& r = rt();
     const std::uint64_t arrivals = r.progress_arrivals;
     progress();
     if (r.progress_arrivals != arrivals) {
       spins_ = 0;
-    } else if (++spins_ > spins_before_yield) {
+    } else if (++spins_ > spins_before_sleep) {
+      std::this_thread::sleep_for(sleep_step);
+    } else if (spins_ > spins_before_yield) {
       std::this_thread::yield();
     }
   }
 
  private:
   int spins_ = 0;
+};
+
+/// Marks a wait for a one-sided operation (an owner-applied get, put or atomic) on this thread. Such a wait is
+/// completed by the owner's progress alone, never by an active-message handler here, so while one runs inside a
+/// handler the handler layer only sends and does not start more handlers: a handler that does one remote atomic
+/// per message would otherwise nest one handler per queued message, without bound, on the stack.
+class one_sided_wait {
+ public:
+  one_sided_wait() { ++rt().one_sided_waits; }
+  ~one_sided_wait() { --rt().one_sided_waits; }
+  one_sided_wait(const one_sided_wait&) = delete;
+  one_sided_wait& operator=(const one_sided_wait&) = delete;
 };
 
 /// Waits for an MPI request while making progress, so a rank that waits never starves its peers.

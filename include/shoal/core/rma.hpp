@@ -86,6 +86,26 @@ inline void mpi_put_bytes(const runtime& r, const void* src, int rank, std::size
   }
 }
 
+/// A blocking MPI RMA read. In a job on one host MPI_Get + MPI_Win_flush_local; across hosts each chunk is an
+/// MPI_Rget waited for by shoal's own wait loop: RMA over a network without RDMA completes only when the target's
+/// MPI makes progress, and MPI's flush spins without giving the CPU away, so with more ranks than cores it would
+/// keep the very rank it waits for from running; shoal's wait serves requests, then yields, then sleeps.
+inline void mpi_get_blocking(const runtime& r, void* dst, int rank, std::size_t offset, std::size_t bytes) {
+  if (r.hosts == 1) {
+    mpi_get_bytes(r, dst, rank, offset, bytes);
+    SHOAL_MPI(MPI_Win_flush_local(rank, r.win));
+    return;
+  }
+  auto* d = static_cast<char*>(dst);
+  one_sided_wait scope;
+  for (std::size_t done = 0; done < bytes; done += max_chunk) {
+    const int n = static_cast<int>(std::min(max_chunk, bytes - done));
+    MPI_Request req;
+    SHOAL_MPI(MPI_Rget(d + done, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, r.win, &req));
+    wait_request(req);
+  }
+}
+
 inline void message_get_bytes(const runtime& r, void* dst, int rank, std::size_t offset, std::size_t bytes) {
   auto* d = static_cast<char*>(dst);
   for (std::size_t done = 0; done < bytes; done += max_chunk) {
@@ -138,8 +158,7 @@ void get(global_ptr<T> p, std::remove_const_t<T>* dst, std::size_t n) {
     std::memcpy(dst, at, bytes);
     std::atomic_thread_fence(std::memory_order_acquire);
   } else if (r.win != MPI_WIN_NULL) {
-    detail::mpi_get_bytes(r, dst, p.rank(), p.offset(), bytes);
-    SHOAL_MPI(MPI_Win_flush_local(p.rank(), r.win));
+    detail::mpi_get_blocking(r, dst, p.rank(), p.offset(), bytes);
   } else {
     detail::message_get_bytes(r, dst, p.rank(), p.offset(), bytes);
   }

@@ -185,6 +185,12 @@ class engine {
     }
   }
 
+  /// The part of poll() that starts no handler: completes sends and sends what handlers wrote.
+  void poll_sends() {
+    test_sends();
+    flush();
+  }
+
   /// The rank that sent the message being handled (-1 outside handlers).
   int current_source() const { return source_; }
   bool in_handler() const { return depth_ > 0; }
@@ -498,8 +504,11 @@ inline engine& get() {
 inline void start() {
   auto& r = shoal::detail::rt();
   g_engine = new engine;
-  r.progress_hooks.emplace_back([] {
-    if (g_engine != nullptr) g_engine->poll();
+  r.progress_hooks.emplace_back([&r] {
+    if (g_engine == nullptr) return;
+    // A one-sided wait inside a handler needs no handler here to complete (shoal::detail::one_sided_wait).
+    if (r.one_sided_waits > 0 && g_engine->in_handler()) g_engine->poll_sends();
+    else g_engine->poll();
   });
   r.finalize_hooks.emplace_back([] {
     if (g_engine == nullptr) return;

@@ -84,6 +84,7 @@ class remote_ops {
     MPI_Request req;
     SHOAL_MPI(MPI_Irecv(&old, 8, MPI_BYTE, target, h.reply_tag, comm_, &req));
     SHOAL_MPI(MPI_Send(&h, sizeof h, MPI_BYTE, target, request_tag, comm_));
+    one_sided_wait scope;
     wait_request(req);
     return old;
   }
@@ -98,6 +99,7 @@ class remote_ops {
   void get(int target, void* dst, std::size_t offset, std::size_t bytes) {
     MPI_Request req;
     start_get(target, dst, offset, bytes, &req);
+    one_sided_wait scope;
     wait_request(req);
   }
 
@@ -124,6 +126,7 @@ class remote_ops {
   /// Waits until every put to `target` (every target for -1) is applied at its owner.
   void complete_puts(int target) {
     if (puts_.empty()) return;
+    one_sided_wait scope;
     spin_waiter pause;
     for (;;) {
       bool left = false;
