@@ -66,6 +66,7 @@ class remote_ops {
     MPI_Comm_get_attr(comm_, MPI_TAG_UB, &attr, &found);
     const int ub = found ? *static_cast<int*>(attr) : 32767;
     max_tag_ = ub < (1 << 20) ? ub : (1 << 20);
+    MPI_Comm_rank(comm_, &me_);
   }
   ~remote_ops() {
     complete_puts(-1);
@@ -83,24 +84,28 @@ class remote_ops {
     std::uint64_t old = 0;
     MPI_Request req;
     SHOAL_MPI(MPI_Irecv(&old, 8, MPI_BYTE, target, h.reply_tag, comm_, &req));
-    SHOAL_MPI(MPI_Send(&h, sizeof h, MPI_BYTE, target, request_tag, comm_));
-    one_sided_wait scope;
-    wait_request(req);
+    send_and_wait(target, h, req);
     return old;
   }
 
-  /// Starts reading `bytes` at `offset` of `target`'s segment into dst.
+  /// Starts reading `bytes` at `offset` of `target`'s segment into dst. A read of this rank's own segment is done
+  /// at once (*req is then MPI_REQUEST_NULL, which tests complete).
   void start_get(int target, void* dst, std::size_t offset, std::size_t bytes, MPI_Request* req) {
+    if (target == me_) {
+      get(target, dst, offset, bytes);
+      *req = MPI_REQUEST_NULL;
+      return;
+    }
     header h{offset, bytes, 0, 0, next_tag(), kind::get, word_op::load};
     SHOAL_MPI(MPI_Irecv(dst, static_cast<int>(bytes), MPI_BYTE, target, h.reply_tag, comm_, req));
     SHOAL_MPI(MPI_Send(&h, sizeof h, MPI_BYTE, target, request_tag, comm_));
   }
 
   void get(int target, void* dst, std::size_t offset, std::size_t bytes) {
+    header h{offset, bytes, 0, 0, next_tag(), kind::get, word_op::load};
     MPI_Request req;
-    start_get(target, dst, offset, bytes, &req);
-    one_sided_wait scope;
-    wait_request(req);
+    SHOAL_MPI(MPI_Irecv(dst, static_cast<int>(bytes), MPI_BYTE, target, h.reply_tag, comm_, &req));
+    send_and_wait(target, h, req);
   }
 
   /// Sends `bytes` from src to `offset` of `target`'s segment; src is reusable on return. Complete at the target
@@ -187,6 +192,16 @@ class remote_ops {
     std::vector<std::byte> message;
   };
 
+  /// Sends request h and waits for its reply `reply`, serving requests meanwhile. The send is non-blocking: a
+  /// blocking send to this rank itself could wait for a receive that only this thread's serve() would post.
+  void send_and_wait(int target, const header& h, MPI_Request& reply) {
+    MPI_Request send;
+    SHOAL_MPI(MPI_Isend(&h, sizeof h, MPI_BYTE, target, request_tag, comm_, &send));
+    one_sided_wait scope;
+    wait_request(send);
+    wait_request(reply);
+  }
+
   int next_tag() {
     tag_ = tag_ >= max_tag_ ? 2 : tag_ + 1;
     return tag_;
@@ -257,6 +272,7 @@ class remote_ops {
   std::byte* base_;
   std::size_t segment_size_;
   int max_tag_ = 32767;
+  int me_ = 0;  // this rank in comm_
   int tag_ = 1;
   std::vector<std::unique_ptr<pending_put>> puts_;
   std::atomic_flag serving_ = ATOMIC_FLAG_INIT;
