@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/linearizability.hpp"
+#include "support/rank_error.hpp"
 
 namespace {
 
@@ -384,6 +385,46 @@ TEST(SequentialConsistency, RejectsAClientWhoseOwnEraseIsUndone) {
   b.op(0, 0, 10, op_kind::insert, 5, 50, yes).op(0, 20, 30, op_kind::erase, 5, 0, yes);
   b.op(0, 40, 50, op_kind::find, 5, 0, yes, 50);
   EXPECT_EQ(sequentially_consistent(b, omap), verdict::violation);
+}
+
+// ---- relaxed queue rank errors (rank_error.hpp) ------------------------------------------------------------
+
+TEST(RankError, IsZeroForAFifoHistory) {
+  builder b;
+  b.op(0, 0, 10, op_kind::push, 0, 1, yes).op(1, 20, 30, op_kind::push, 0, 2, yes);
+  b.op(0, 40, 50, op_kind::pop, 0, 0, yes, 1).op(1, 60, 70, op_kind::pop, 0, 0, yes, 2);
+  const auto r = measure_rank_errors(b.ops(), 0);
+  EXPECT_TRUE(r.malformed.empty()) << r.malformed;
+  EXPECT_EQ(r.surely, (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(r.possibly, (std::vector<std::size_t>{0, 0}));
+}
+
+TEST(RankError, CountsASurelyOlderElementThatAPopSkipped) {
+  // 1 and 2 were queued one after the other, long before the pop that returned 2; 1 was popped only later.
+  builder b;
+  b.op(0, 0, 10, op_kind::push, 0, 1, yes).op(0, 20, 30, op_kind::push, 0, 2, yes).op(0, 35, 38, op_kind::push, 0, 3, yes);
+  b.op(1, 40, 50, op_kind::pop, 0, 0, yes, 3).op(1, 60, 70, op_kind::pop, 0, 0, yes, 1);
+  const auto r = measure_rank_errors(b.ops(), 0);
+  EXPECT_EQ(r.surely, (std::vector<std::size_t>{2, 0}));
+  EXPECT_EQ(measure_rank_errors(b.ops(), 5).surely, (std::vector<std::size_t>{1, 0})) << "slack: 2 is not surely older than 3";
+}
+
+TEST(RankError, ConcurrentPushesAreNeitherSurelyOlderNorIgnored) {
+  builder b;
+  b.op(0, 0, 100, op_kind::push, 0, 1, yes).op(1, 0, 100, op_kind::push, 0, 2, yes);
+  b.op(2, 200, 210, op_kind::pop, 0, 0, yes, 2).op(2, 220, 230, op_kind::pop, 0, 0, yes, 1);
+  const auto r = measure_rank_errors(b.ops(), 0);
+  EXPECT_EQ(r.surely, (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(r.possibly, (std::vector<std::size_t>{1, 0}));
+}
+
+TEST(RankError, RejectsAValuePoppedTwiceOrNeverPushed) {
+  builder twice;
+  twice.op(0, 0, 10, op_kind::push, 0, 1, yes).op(1, 20, 30, op_kind::pop, 0, 0, yes, 1).op(2, 20, 30, op_kind::pop, 0, 0, yes, 1);
+  EXPECT_NE(measure_rank_errors(twice.ops(), 0).malformed.find("popped twice"), std::string::npos);
+  builder ghost;
+  ghost.op(0, 0, 10, op_kind::push, 0, 1, yes).op(1, 20, 30, op_kind::pop, 0, 0, yes, 7);
+  EXPECT_NE(measure_rank_errors(ghost.ops(), 0).malformed.find("never pushed"), std::string::npos);
 }
 
 // ---- the search itself -----------------------------------------------------------------------------------------
