@@ -1,6 +1,7 @@
 # Active messages (include/shoal/am): at 1-4 ranks, on default settings and with 64-byte buffers and a send cap of one.
 shoal_add_mpi_test(am SOURCES am_test.cpp TIMEOUT 120
-                   VARIANTS "tiny:SHOAL_AM_BUFFER=64,SHOAL_AM_MAX_SENDS=1")
+                   VARIANTS "tiny:SHOAL_AM_BUFFER=64,SHOAL_AM_MAX_SENDS=1"
+                   "faults@3:SHOAL_FAULTS=delay:1")
 set_target_properties(am_test PROPERTIES ENABLE_EXPORTS ON)  # handler names in error messages (dladdr)
 # Start, finalize and restart shoal inside one MPI program (the main initialises MPI itself).
 shoal_add_mpi_test(am_lifecycle SOURCES am_lifecycle_test.cpp MAIN core_adopt_main.cpp TIMEOUT 60)

@@ -183,8 +183,11 @@ inline void settings(const std::string& in) {
   }
 }
 
+// Digits only, and at most 2^64 - 1 (leading zeros allowed).
 inline bool decimal(std::string_view s) {
-  return !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string_view::npos;
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  s.remove_prefix(std::min(s.find_first_not_of('0'), s.size()));
+  return s.size() < 20 || (s.size() == 20 && s <= "18446744073709551615");
 }
 
 inline void kv_trace(const std::string& in) {
