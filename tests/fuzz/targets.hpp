@@ -6,8 +6,8 @@
 //   target           parser                                         documented error    property checked on success
 //   key_box          shoal::key_box::parse (ordered_map range text) shoal::usage_error  lo <= hi; printing and parsing
 //                                                                                       again gives the same box
-//   settings         parse_size, parse_flag, env_size / env_flag    shoal::usage_error  the exact value (size: no
-//                    (environment settings, core/detail)                                wrap-around), exact spellings
+//   settings         parse_size, parse_flag, env_size / env_flag,   shoal::usage_error  the exact value (size: no
+//                    am's parse_faults (environment settings)                           wrap-around), exact spellings
 //   kv_trace         kv_trace::read_trace                           shoal::error        every line is PUT k v / GET k
 //                                                                                       (decimal); write + read again
 //                                                                                       is the same trace
@@ -42,6 +42,7 @@
 #include "contig/ufx.hpp"
 #include "flights/protocol.hpp"
 #include "kv_trace/trace.hpp"
+#include "shoal/am/detail/faults.hpp"
 #include "shoal/containers/detail/ordered_map/key_range.hpp"
 #include "shoal/core/detail/size_parse.hpp"
 #include "shoal/core/error.hpp"
@@ -149,6 +150,33 @@ inline std::optional<std::size_t> expected_size(std::string_view t) {
   return static_cast<std::size_t>(v * mult);
 }
 
+// SHOAL_FAULTS: "", "off", "delay:<seed>" or "delay:<seed>:<1..1000>" (unsigned decimals without sign).
+inline void faults(const std::string& in) {
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  bool valid = in.empty() || in == "off";
+  if (!valid && in.rfind("delay:", 0) == 0) {
+    const std::string_view rest = std::string_view(in).substr(6);
+    const auto colon = rest.find(':');
+    const auto seed = rest.substr(0, colon);
+    const auto steps = colon == std::string_view::npos ? std::string_view("8") : rest.substr(colon + 1);
+    auto trim = [](std::string_view s) { return s.substr(std::min(s.find_first_not_of('0'), s.size())); };
+    const auto seed_digits = trim(seed), step_digits = trim(steps);
+    valid = digits(seed) && digits(steps) &&
+            (seed_digits.size() < 20 || (seed_digits.size() == 20 && seed_digits <= "18446744073709551615")) &&
+            !step_digits.empty() && step_digits.size() <= 4 && std::stoi(std::string(step_digits)) <= 1000;
+  }
+  try {
+    const auto f = shoal::am::detail::parse_faults(in);
+    expect(valid, "parse_faults accepted \"" + in + "\"");
+    expect(f.has_value() == !(in.empty() || in == "off"), "parse_faults: on/off wrong for \"" + in + "\"");
+    if (f) expect(f->max_steps >= 1 && f->max_steps <= 1000, "parse_faults: steps out of range");
+  } catch (const shoal::usage_error& e) {
+    expect(!valid, "parse_faults rejected \"" + in + "\": " + e.what());
+  }
+}
+
 inline void settings(const std::string& in) {
   const auto want = expected_size(in);
   try {
@@ -181,6 +209,7 @@ inline void settings(const std::string& in) {
     (void)shoal::detail::env_flag("SHOAL_FUZZ_SETTING");
   } catch (const shoal::usage_error&) {
   }
+  faults(in);
 }
 
 // Digits only, and at most 2^64 - 1 (leading zeros allowed).
@@ -351,7 +380,7 @@ inline void flights_message(const std::string& in) {
 inline const std::vector<target>& targets() {
   static const std::vector<target> all = {
       {"key_box", {"[", "]", ",", ".", " ", "-", "[1,", "9223372036854775807"}, detail::key_box},
-      {"settings", {"K", "M", "G", "T", "B", "iB", "on", "off", "yes", "TRUE", " ", "\t"}, detail::settings},
+      {"settings", {"K", "M", "G", "T", "B", "iB", "on", "off", "yes", "TRUE", " ", "\t", "delay:", ":"}, detail::settings},
       {"kv_trace", {"PUT ", "GET ", "#", " ", "\t", "\n", "-", "+"}, detail::kv_trace},
       {"ufx", {"\t", " ", "\n", "#", "\r", "A", "C", "G", "T", "X", "F", "N"}, detail::ufx},
       {"reads", {">", "@", "+", "\n", "\r\n", "N", "acgt", "-", ".", "*", "\x1f\x8b"}, detail::reads, 2},
