@@ -99,6 +99,14 @@ TEST(FuzzFindings, SizeThatDoesNotFitIsRefusedNotWrapped) {
   EXPECT_EQ(shoal::detail::parse_size("16777215T", "X"), std::size_t{16777215} << 40);
 }
 
+TEST(FuzzFindings, VolumeOfTheWidestIntervalSaturatesWithoutOverflow) {
+  // libFuzzer + UBSan: hi - lo overflowed int64 for [-2^63, 2^63 - 1], and that interval's 2^64 keys counted as 0.
+  EXPECT_EQ(shoal::key_box::parse("[-9223372036854775808,9223372036854775807].0").volume(), UINT64_MAX);
+  EXPECT_EQ(shoal::key_box::parse("[-9223372036854775808,-1].[0,1]").volume(), UINT64_MAX);  // 2^63 * 2
+  EXPECT_EQ(shoal::key_box::parse("[-9223372036854775808,-1]").volume(), std::uint64_t{1} << 63);
+  EXPECT_EQ(shoal::key_box::parse("[-5,5].3.[1,2]").volume(), 22u);
+}
+
 TEST(FuzzFindings, TraceWithASignOrExtraFieldsIsRefused) {
   for (const char* text : {"PUT +1 11\n", "PUT -1 5\n", "PUT 1 5 6\n", "PUT 1 5\nGET 1 junk\n"}) {
     std::istringstream in(text);

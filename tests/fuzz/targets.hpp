@@ -5,7 +5,8 @@
 //
 //   target           parser                                         documented error    property checked on success
 //   key_box          shoal::key_box::parse (ordered_map range text) shoal::usage_error  lo <= hi; printing and parsing
-//                                                                                       again gives the same box
+//                                                                                       again gives the same box;
+//                                                                                       volume() exact or saturated
 //   settings         parse_size, parse_flag, env_size / env_flag,   shoal::usage_error  the exact value (size: no
 //                    am's parse_faults (environment settings)                           wrap-around), exact spellings
 //   kv_trace         kv_trace::read_trace                           shoal::error        every line is PUT k v / GET k
@@ -115,7 +116,12 @@ inline void key_box(const std::string& in) {
   expect(box.dimensions() >= 1, "a parsed box has no dimension");
   for (const auto& d : box.ranges()) expect(d.lo <= d.hi, "a parsed interval has hi < lo");
   expect(shoal::key_box::parse(text_of(box)) == box, "printing and parsing again gives another box");
-  (void)box.volume();
+  unsigned __int128 volume = 1;  // the exact number of keys, saturated at 2^64 - 1
+  for (const auto& d : box.ranges()) {
+    const auto w = static_cast<unsigned __int128>(static_cast<__int128>(d.hi) - static_cast<__int128>(d.lo) + 1);
+    volume = volume > UINT64_MAX ? volume : volume * w;
+  }
+  expect(box.volume() == (volume > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(volume)), "volume() is wrong");
   try {
     box.check_for<std::tuple<int, int, int>>();
     const auto lo = box.lowest<std::tuple<int, int, int>>(), hi = box.highest<std::tuple<int, int, int>>();
