@@ -1,7 +1,8 @@
 # shoal_add_mpi_test(<name> SOURCES <files...> [RANKS 1 2 3 4] [TIMEOUT seconds] [LIBS <targets...>]
-#                    [VARIANTS <label>:<VAR=value>[,<VAR=value>...] ...] [MAIN <file>])
+#                    [VARIANTS <label>[@<ranks>]:<VAR=value>[,<VAR=value>...] ...] [MAIN <file>])
 # Builds one test binary and registers it under mpiexec once per rank count (and once more per variant), e.g.
-# core.np2 and core.mpi.np2. Every test has a timeout, so a hang fails instead of stalling the suite.
+# core.np2 and core.mpi.np2; a variant label@N runs at N ranks only (faults@3 -> name.faults.np3). Every test has a
+# timeout, so a hang fails instead of stalling the suite.
 # Tests start through scripts/multihost/launch: on this host, or across emulated hosts when SHOAL_TEST_HOSTS is set
 # (scripts/test.sh's multihost configurations run the .np2 and .np4 tests that way).
 set(SHOAL_TEST_ENV
@@ -32,15 +33,23 @@ function(shoal_add_mpi_test name)
   set(variants "default:")
   list(APPEND variants ${T_VARIANTS})
   foreach(variant ${variants})
-    string(REPLACE ":" ";" parts "${variant}")
-    list(GET parts 0 label)
-    list(LENGTH parts nparts)
+    # label[@N]:VAR=value,... — split at the first ':' only (values may hold colons, e.g. SHOAL_FAULTS=delay:1).
+    string(FIND "${variant}" ":" colon)
     set(extra_env "")
-    if(nparts GREATER 1)
-      list(GET parts 1 envs)
+    if(colon EQUAL -1)
+      set(label "${variant}")
+    else()
+      string(SUBSTRING "${variant}" 0 ${colon} label)
+      math(EXPR after "${colon} + 1")
+      string(SUBSTRING "${variant}" ${after} -1 envs)
       string(REPLACE "," ";" extra_env "${envs}")
     endif()
-    foreach(n ${T_RANKS})
+    set(variant_ranks ${T_RANKS})
+    if(label MATCHES "^([^@]+)@([0-9]+)$")  # label@N: this variant at N ranks only
+      set(label ${CMAKE_MATCH_1})
+      set(variant_ranks ${CMAKE_MATCH_2})
+    endif()
+    foreach(n ${variant_ranks})
       if(label STREQUAL "default")
         set(test_name ${name}.np${n})
       else()

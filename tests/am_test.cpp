@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -358,6 +359,32 @@ TEST(Am, PerPairOrderAcrossHandlersSizesAndRpc) {
   shoal::am::barrier();
   EXPECT_EQ(order_violations, 0);
   for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+}
+
+// The test-only fault mode (SHOAL_FAULTS, am/detail/faults.hpp): strict parsing, and under am.faults.np3 buffers
+// from other ranks really are held back (the order tests above then run with deliveries reordered across senders).
+TEST(Am, FaultSettingsParseStrictly) {
+  using shoal::am::detail::parse_faults;
+  EXPECT_FALSE(parse_faults("").has_value());
+  EXPECT_FALSE(parse_faults("off").has_value());
+  EXPECT_EQ(parse_faults("delay:42")->seed, 42u);
+  EXPECT_EQ(parse_faults("delay:42")->max_steps, 8u);
+  EXPECT_EQ(parse_faults("delay:0:1000")->max_steps, 1000u);
+  for (const char* bad : {"delay", "delay:", "delay:x", "delay:-1", "delay:1:0", "delay:1:1001", "delay:1:2:3",
+                          "Delay:1", " delay:1", "delay:1 ", "on", "1", "delay:99999999999999999999"}) {
+    EXPECT_THROW(parse_faults(bad), shoal::usage_error) << bad;
+  }
+}
+
+TEST(Am, FaultModeHoldsBackBuffersFromOtherRanks) {
+  if (std::getenv("SHOAL_FAULTS") == nullptr || np() < 2) GTEST_SKIP() << "runs under SHOAL_FAULTS (am.faults.np3)";
+  for (int i = 0; i < 200; ++i) {
+    for (int d = 0; d < np(); ++d) shoal::async(d, [](int) {}, i);
+    shoal::am::flush();
+  }
+  shoal::am::barrier();
+  const std::uint64_t delayed = shoal::am::detail::get().buffers_delayed();
+  EXPECT_GT(shoal::allreduce(delayed, shoal::op::sum{}), 0u);
 }
 
 void check_order_too(std::int64_t seq) { check_order(seq); }  // same type as check_order: a different function

@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <random>
 #include <string>
 
@@ -15,6 +13,7 @@
 #include "shoal_test.hpp"
 #include "support/checked_history.hpp"
 #include "support/history.hpp"
+#include "support/in_flight.hpp"
 
 namespace {
 
@@ -76,7 +75,7 @@ TEST(History, DistMapOperationsThroughFuturesAreLinearizable) {
   shoal::barrier();
   std::mt19937_64 rng(0xd15 + static_cast<unsigned>(shoal::rank()));
   const int n = shoal::testing::scaled(2000);
-  std::deque<std::function<void()>> in_flight;  // each completes one recorded operation
+  in_flight pending(rng);  // each completes one recorded operation
   for (int i = 0; i < n; ++i) {
     const auto k = static_cast<std::int64_t>(rng() % keys);
     const auto v = unique_value(i);
@@ -84,38 +83,32 @@ TEST(History, DistMapOperationsThroughFuturesAreLinearizable) {
     switch (random_kind(rng, op_kind::erase_value)) {
       case op_kind::insert: {
         const auto h = rec.invoke(op_kind::insert, k, v);
-        in_flight.push_back([&rec, h, f = m.async_insert(k, v)]() mutable { rec.respond(h, f.get()); });
+        pending.add([&rec, h, f = m.async_insert(k, v)]() mutable { rec.respond(h, f.get()); }, window);
         break;
       }
       case op_kind::insert_or_assign: {
         const auto h = rec.invoke(op_kind::insert_or_assign, k, v);
-        in_flight.push_back([&rec, h, f = m.async_insert_or_assign(k, v)]() mutable { rec.respond(h, f.get()); });
+        pending.add([&rec, h, f = m.async_insert_or_assign(k, v)]() mutable { rec.respond(h, f.get()); }, window);
         break;
       }
       case op_kind::find: {
         const auto h = rec.invoke(op_kind::find, k);
-        in_flight.push_back([&rec, h, f = m.async_find(k)]() mutable {
+        pending.add([&rec, h, f = m.async_find(k)]() mutable {
           const auto found = f.get();
           rec.respond(h, found.has_value(), found.value_or(0));
-        });
+        }, window);
         break;
       }
       default: {
         const auto h = rec.invoke(op_kind::erase_value, k);
-        in_flight.push_back([&rec, h, f = m.async_erase(k)]() mutable {
+        pending.add([&rec, h, f = m.async_erase(k)]() mutable {
           const auto removed = f.get();
           rec.respond(h, removed.has_value(), removed.value_or(0));
-        });
+        }, window);
       }
     }
-    while (in_flight.size() >= window) {
-      // Complete a random one of those in flight, not always the oldest.
-      const auto pick = static_cast<std::ptrdiff_t>(rng() % in_flight.size());
-      in_flight[static_cast<std::size_t>(pick)]();
-      in_flight.erase(in_flight.begin() + pick);
-    }
   }
-  for (auto& complete : in_flight) complete();
+  pending.drain();
   m.flush();
   expect_history(rec, map_model{}, "dist_map, " + std::to_string(shoal::size()) + " ranks");
   shoal::barrier();

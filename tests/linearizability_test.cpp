@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "support/linearizability.hpp"
+#include "support/rank_error.hpp"
 
 namespace {
 
@@ -272,6 +274,65 @@ TEST(OrderedMapModel, RejectsALowerBoundOfAnErasedKey) {
   EXPECT_EQ(linearizable(b, omap), verdict::violation);
 }
 
+// A range's result as the recorder stores it: (count, digest) of the key-values in key order.
+struct range_result {
+  std::int64_t count, digest;
+};
+range_result seen(std::vector<std::pair<std::int64_t, std::int64_t>> kv) {
+  return {static_cast<std::int64_t>(kv.size()), range_digest(kv)};
+}
+builder& range(builder& b, int client, std::uint64_t call, std::uint64_t ret, std::int64_t lo, std::int64_t hi,
+               range_result r) {
+  return b.op(client, call, ret, op_kind::range, lo, hi, yes, r.count, 0, r.digest);
+}
+
+TEST(OrderedMapModel, RangeDuringAnInsertSeesEitherState) {
+  for (bool sees_insert : {true, false}) {
+    builder b;
+    b.op(0, 0, 100, op_kind::insert, 5, 50, yes);
+    range(b, 1, 10, 20, 0, 99, sees_insert ? seen({{5, 50}, {99, -1}}) : seen({{99, -1}}));
+    EXPECT_EQ(linearizable(b, omap), verdict::ok);
+  }
+}
+
+TEST(OrderedMapModel, RejectsARangeThatMissesACompletedInsert) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 5, 50, yes);
+  range(b, 1, 20, 30, 0, 10, seen({}));
+  EXPECT_EQ(linearizable(b, omap), verdict::violation);
+}
+
+TEST(OrderedMapModel, RejectsARangeWithAWrongValueOrAKeyOutsideIt) {
+  for (const auto& wrong : {seen({{5, 51}}), seen({{4, 50}}), seen({{5, 50}, {11, 1}})}) {
+    builder b;
+    b.op(0, 0, 10, op_kind::insert, 5, 50, yes);
+    range(b, 1, 20, 30, 0, 10, wrong);
+    EXPECT_EQ(linearizable(b, omap), verdict::violation);
+  }
+}
+
+TEST(OrderedMapModel, RejectsARangeThatSeesALaterInsertButNotAnEarlierOne) {
+  // Client 0 inserts 5, then 6; a range that shows 6 without 5 fits no order, not even per client (issue order).
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 5, 50, yes).op(0, 20, 30, op_kind::insert, 6, 60, yes);
+  range(b, 1, 0, 40, 0, 10, seen({{6, 60}}));
+  EXPECT_EQ(linearizable(b, omap), verdict::violation);
+  EXPECT_EQ(sequentially_consistent(b, omap), verdict::violation);
+}
+
+TEST(OrderedMapModel, RejectsTwoRangesThatDisagreeOnTheOrderOfTwoInserts) {
+  // Two clients insert 5 and 6 at once; one observer sees only 5, another only 6 (then each sees both): no single
+  // order of the two inserts explains both observers, under linearizability or sequential consistency.
+  builder b;
+  b.op(0, 0, 100, op_kind::insert, 5, 50, yes).op(1, 0, 100, op_kind::insert, 6, 60, yes);
+  range(b, 2, 10, 20, 0, 10, seen({{5, 50}}));
+  range(b, 2, 30, 40, 0, 10, seen({{5, 50}, {6, 60}}));
+  range(b, 3, 10, 20, 0, 10, seen({{6, 60}}));
+  range(b, 3, 30, 40, 0, 10, seen({{5, 50}, {6, 60}}));
+  EXPECT_EQ(linearizable(b, omap), verdict::violation);
+  EXPECT_EQ(sequentially_consistent(b, omap), verdict::violation);
+}
+
 // ---- sequential consistency ------------------------------------------------------------------------------------
 
 TEST(SequentialConsistency, AcceptsAStaleReadThatLinearizabilityRejects) {
@@ -297,6 +358,73 @@ TEST(SequentialConsistency, RejectsAKeyThatComesBack) {
       .op(1, 6, 8, op_kind::find, 7, 0, false)
       .op(1, 9, 12, op_kind::find, 7, 0, yes, 70);
   EXPECT_EQ(sequentially_consistent(b, omap), verdict::violation);
+}
+
+TEST(SequentialConsistency, AcceptsAStaleRangeAndLowerBoundThatLinearizabilityRejects) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 5, 50, yes);
+  range(b, 1, 20, 30, 0, 10, seen({}));
+  b.op(1, 40, 50, op_kind::lower_bound, 0, 0, yes, 99, 0, -1);
+  EXPECT_EQ(linearizable(b, omap), verdict::violation);
+  EXPECT_EQ(sequentially_consistent(b, omap), verdict::ok);
+}
+
+TEST(SequentialConsistency, RejectsALowerBoundOrRangeThatMissesTheClientsOwnInsert) {
+  builder lb;
+  lb.op(0, 0, 10, op_kind::insert, 5, 50, yes).op(0, 20, 30, op_kind::lower_bound, 0, 0, yes, 99, 0, -1);
+  EXPECT_EQ(sequentially_consistent(lb, omap), verdict::violation);
+  builder r;
+  r.op(0, 0, 10, op_kind::insert, 5, 50, yes);
+  range(r, 0, 20, 30, 0, 10, seen({}));
+  EXPECT_EQ(sequentially_consistent(r, omap), verdict::violation);
+}
+
+TEST(SequentialConsistency, RejectsAClientWhoseOwnEraseIsUndone) {
+  // The client erased 5 and then sees it again, with nobody re-inserting it.
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 5, 50, yes).op(0, 20, 30, op_kind::erase, 5, 0, yes);
+  b.op(0, 40, 50, op_kind::find, 5, 0, yes, 50);
+  EXPECT_EQ(sequentially_consistent(b, omap), verdict::violation);
+}
+
+// ---- relaxed queue rank errors (rank_error.hpp) ------------------------------------------------------------
+
+TEST(RankError, IsZeroForAFifoHistory) {
+  builder b;
+  b.op(0, 0, 10, op_kind::push, 0, 1, yes).op(1, 20, 30, op_kind::push, 0, 2, yes);
+  b.op(0, 40, 50, op_kind::pop, 0, 0, yes, 1).op(1, 60, 70, op_kind::pop, 0, 0, yes, 2);
+  const auto r = measure_rank_errors(b.ops(), 0);
+  EXPECT_TRUE(r.malformed.empty()) << r.malformed;
+  EXPECT_EQ(r.surely, (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(r.possibly, (std::vector<std::size_t>{0, 0}));
+}
+
+TEST(RankError, CountsASurelyOlderElementThatAPopSkipped) {
+  // 1 and 2 were queued one after the other, long before the pop that returned 2; 1 was popped only later.
+  builder b;
+  b.op(0, 0, 10, op_kind::push, 0, 1, yes).op(0, 20, 30, op_kind::push, 0, 2, yes).op(0, 35, 38, op_kind::push, 0, 3, yes);
+  b.op(1, 40, 50, op_kind::pop, 0, 0, yes, 3).op(1, 60, 70, op_kind::pop, 0, 0, yes, 1);
+  const auto r = measure_rank_errors(b.ops(), 0);
+  EXPECT_EQ(r.surely, (std::vector<std::size_t>{2, 0}));
+  EXPECT_EQ(measure_rank_errors(b.ops(), 5).surely, (std::vector<std::size_t>{1, 0})) << "slack: 2 is not surely older than 3";
+}
+
+TEST(RankError, ConcurrentPushesAreNeitherSurelyOlderNorIgnored) {
+  builder b;
+  b.op(0, 0, 100, op_kind::push, 0, 1, yes).op(1, 0, 100, op_kind::push, 0, 2, yes);
+  b.op(2, 200, 210, op_kind::pop, 0, 0, yes, 2).op(2, 220, 230, op_kind::pop, 0, 0, yes, 1);
+  const auto r = measure_rank_errors(b.ops(), 0);
+  EXPECT_EQ(r.surely, (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(r.possibly, (std::vector<std::size_t>{1, 0}));
+}
+
+TEST(RankError, RejectsAValuePoppedTwiceOrNeverPushed) {
+  builder twice;
+  twice.op(0, 0, 10, op_kind::push, 0, 1, yes).op(1, 20, 30, op_kind::pop, 0, 0, yes, 1).op(2, 20, 30, op_kind::pop, 0, 0, yes, 1);
+  EXPECT_NE(measure_rank_errors(twice.ops(), 0).malformed.find("popped twice"), std::string::npos);
+  builder ghost;
+  ghost.op(0, 0, 10, op_kind::push, 0, 1, yes).op(1, 20, 30, op_kind::pop, 0, 0, yes, 7);
+  EXPECT_NE(measure_rank_errors(ghost.ops(), 0).malformed.find("never pushed"), std::string::npos);
 }
 
 // ---- the search itself -----------------------------------------------------------------------------------------

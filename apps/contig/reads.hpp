@@ -311,6 +311,8 @@ inline read_fragments read_share(const std::vector<std::string>& paths, std::siz
       if (gzip_index++ % p == r) detail::record_parser(paths[i], k, out).parse(0, UINT64_MAX);
     } else {
       plain_sizes[i] = detail::file_size(paths[i]);
+      // An empty file is refused as the parser refuses an empty gzip stream (every rank sees the size).
+      if (plain_sizes[i] == 0) detail::record_parser(paths[i], k, out).parse(0, UINT64_MAX);
       plain_total += plain_sizes[i];
     }
   }

@@ -12,8 +12,10 @@
 // key (expected_value below) — which is how kv_trace verifies a run.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <istream>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -67,7 +69,21 @@ inline void write_trace(std::ostream& out, const std::vector<request>& trace, st
   }
 }
 
-/// Reads a trace and fills in each GET's expected value (the trace's last PUT of that key before it).
+namespace detail {
+
+/// An unsigned 64-bit decimal, digits only (no sign, no spaces); nullopt otherwise or when out of range.
+inline std::optional<std::uint64_t> decimal(const std::string& word) {
+  std::uint64_t v = 0;
+  const char* end = word.data() + word.size();
+  const auto [ptr, ec] = std::from_chars(word.data(), end, v);
+  if (word.empty() || word[0] == '+' || ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
+
+}  // namespace detail
+
+/// Reads a trace and fills in each GET's expected value (the trace's last PUT of that key before it). Throws
+/// shoal::error naming the line for anything but a comment, an empty line, `PUT <key> <value>` or `GET <key>`.
 inline std::vector<request> read_trace(std::istream& in, const std::string& name = "trace") {
   std::vector<request> trace;
   std::string text;
@@ -76,15 +92,17 @@ inline std::vector<request> read_trace(std::istream& in, const std::string& name
   while (std::getline(in, text)) {
     ++line;
     if (text.empty() || text[0] == '#') continue;
-    std::istringstream fields(text);
-    std::string verb;
+    std::istringstream split(text);
+    std::vector<std::string> fields;
+    for (std::string w; split >> w;) fields.push_back(w);
+    const auto key = fields.size() >= 2 ? detail::decimal(fields[1]) : std::nullopt;
+    const auto value = fields.size() == 3 ? detail::decimal(fields[2]) : std::nullopt;
     request r{};
-    fields >> verb >> r.key;
-    if (verb == "PUT" && (fields >> r.value)) {
-      r.kind = op_kind::put;
+    if (fields.size() == 3 && fields[0] == "PUT" && key && value) {
+      r = {op_kind::put, *key, *value, 0};
       latest[r.key] = r.value;
-    } else if (verb == "GET" && fields) {
-      r.kind = op_kind::get;
+    } else if (fields.size() == 2 && fields[0] == "GET" && key) {
+      r = {op_kind::get, *key, 0, 0};
       auto it = latest.find(r.key);
       if (it == latest.end()) {
         throw shoal::error("kv_trace: " + name + ":" + std::to_string(line) + ": GET of key " +
@@ -93,7 +111,7 @@ inline std::vector<request> read_trace(std::istream& in, const std::string& name
       r.expected = it->second;
     } else {
       throw shoal::error("kv_trace: " + name + ":" + std::to_string(line) + ": expected 'PUT <key> <value>' or "
-                         "'GET <key>', got '" + text + "'");
+                         "'GET <key>' (keys and values unsigned 64-bit decimals), got '" + text + "'");
     }
     trace.push_back(r);
   }

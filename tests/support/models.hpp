@@ -9,7 +9,7 @@
 //   fifo_model         one queue per key (a test uses the key to name segments that start and end empty): push, pop
 //   ordered_map_model  keys in groups of `group_width` (key / group_width), each group its own std::map, starting
 //                      with a sentinel key at the group's last key so lower_bound never leaves the group: insert,
-//                      find, erase, lower_bound
+//                      find, erase, lower_bound, range (inside one group; the result as a count and a digest)
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "support/operation.hpp"
@@ -30,6 +31,14 @@ inline std::size_t mix_hash(std::size_t seed, std::uint64_t v) {
   v *= 0xff51afd7ed558ccdull;
   v ^= v >> 33;
   return seed ^ (static_cast<std::size_t>(v) + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
+}
+
+/// A range query's result in one number (a range's key-values, in key order): what op_kind::range records in out2.
+template <class Pairs>
+std::int64_t range_digest(const Pairs& key_values) {
+  std::size_t h = 0x7a9e;
+  for (const auto& [k, v] : key_values) h = mix_hash(mix_hash(h, static_cast<std::uint64_t>(k)), static_cast<std::uint64_t>(v));
+  return static_cast<std::int64_t>(h);
 }
 
 struct register_model {
@@ -176,6 +185,12 @@ struct ordered_map_model {
         const auto lb = s.lower_bound(o.key);
         if (lb == s.end()) return o.ok == 0;
         return o.ok != 0 && o.out == lb->first && o.out2 == lb->second;
+      }
+      case op_kind::range: {
+        if (o.arg < o.key) return o.out == 0;
+        std::vector<std::pair<std::int64_t, std::int64_t>> in;
+        for (auto r = s.lower_bound(o.key); r != s.end() && r->first <= o.arg; ++r) in.emplace_back(r->first, r->second);
+        return o.out == static_cast<std::int64_t>(in.size()) && o.out2 == range_digest(in);
       }
       default: return false;
     }

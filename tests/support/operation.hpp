@@ -26,6 +26,7 @@ enum class op_kind : std::uint16_t {
   erase,             // ok = erased
   erase_value,       // ok = erased, out = the value removed
   lower_bound,       // ok = found, out = first key >= key, out2 = its value
+  range,             // key = lo, arg = hi (inclusive), ok = 1, out = key-values found, out2 = range_digest of them
   // FIFO queues (key: the segment, see models.hpp)
   push,              // arg = value, ok = pushed (a refused push, ok = 0, changes nothing)
   pop,               // ok = a value came back, out = the value (ok = 0: the queue was empty)
@@ -60,6 +61,7 @@ inline const char* name(op_kind k) {
     case op_kind::erase: return "erase";
     case op_kind::erase_value: return "erase_value";
     case op_kind::lower_bound: return "lower_bound";
+    case op_kind::range: return "range";
     case op_kind::push: return "push";
     case op_kind::pop: return "pop";
   }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,18 +14,22 @@
 namespace shoal::detail {
 
 /// Parses "4096", "64K", "512M", "2G" (binary multiples, optional trailing "B"/"iB"). Throws usage_error naming
-/// `setting` on malformed text.
+/// `setting` on malformed text and on a size that does not fit in std::size_t.
 inline std::size_t parse_size(std::string_view text, std::string_view setting) {
+  auto fail = [&](const char* why) {
+    throw usage_error(std::string(setting) + "=\"" + std::string(text) + "\" " + why);
+  };
+  constexpr std::uint64_t most = std::numeric_limits<std::size_t>::max();
   std::size_t i = 0;
   std::uint64_t value = 0;
+  bool too_large = false;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    const auto digit = static_cast<std::uint64_t>(text[i] - '0');
+    too_large = too_large || value > (most - digit) / 10;
+    if (!too_large) value = value * 10 + digit;
     ++i;
   }
-  if (i == 0) {
-    throw usage_error(std::string(setting) + "=\"" + std::string(text) +
-                      "\" is not a size; write e.g. 4096, 64K, 512M or 2G");
-  }
+  if (i == 0) fail("is not a size; write e.g. 4096, 64K, 512M or 2G");
   std::string_view rest = text.substr(i);
   std::uint64_t mult = 1;
   if (!rest.empty()) {
@@ -34,17 +39,25 @@ inline std::size_t parse_size(std::string_view text, std::string_view setting) {
       case 'G': mult = 1ull << 30; break;
       case 'T': mult = 1ull << 40; break;
       case 'B': mult = 1; break;
-      default:
-        throw usage_error(std::string(setting) + "=\"" + std::string(text) +
-                          "\" has an unknown unit; use K, M, G or T");
+      default: fail("has an unknown unit; use K, M, G or T");
     }
     rest.remove_prefix(1);
     if (rest == "iB" || rest == "ib" || rest == "B" || rest == "b") rest = {};
-    if (!rest.empty()) {
-      throw usage_error(std::string(setting) + "=\"" + std::string(text) + "\" has trailing characters");
-    }
+    if (!rest.empty()) fail("has trailing characters");
   }
+  if (too_large || value > most / mult) fail("is too large a size");
   return static_cast<std::size_t>(value * mult);
+}
+
+/// A boolean setting's text: 1/0, on/off, yes/no, true/false (any case); anything else throws usage_error naming
+/// `setting`, the text and the accepted spellings.
+inline bool parse_flag(std::string_view text, std::string_view setting) {
+  std::string s(text);
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "1" || s == "on" || s == "yes" || s == "true") return true;
+  if (s == "0" || s == "off" || s == "no" || s == "false") return false;
+  throw usage_error(std::string(setting) + "=\"" + std::string(text) +
+                    "\" is not a boolean; use 1/0, on/off, yes/no or true/false");
 }
 
 /// The value of environment variable `name` parsed as a size, if set and non-empty.
@@ -54,16 +67,11 @@ inline std::optional<std::size_t> env_size(const char* name) {
   return parse_size(v, name);
 }
 
-/// A boolean setting: unset or empty is false; 1/0, on/off, yes/no, true/false (any case) are accepted; anything
-/// else throws usage_error naming the variable, its value and the accepted spellings.
+/// A boolean setting: unset or empty is false; otherwise parse_flag's spellings.
 inline bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return false;
-  std::string s(v);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "1" || s == "on" || s == "yes" || s == "true") return true;
-  if (s == "0" || s == "off" || s == "no" || s == "false") return false;
-  throw usage_error(std::string(name) + "=\"" + v + "\" is not a boolean; use 1/0, on/off, yes/no or true/false");
+  return parse_flag(v, name);
 }
 
 /// Human-readable size: "512 MiB".

@@ -145,8 +145,9 @@ class key_box {
   std::uint64_t volume() const {
     std::uint64_t v = 1;
     for (const auto& d : dims_) {
-      const auto w = static_cast<std::uint64_t>(d.hi - d.lo) + 1;
-      v = (w != 0 && v > UINT64_MAX / w) ? UINT64_MAX : v * w;
+      // hi - lo in unsigned arithmetic (it does not fit int64 for the widest intervals); w == 0 means 2^64 keys.
+      const std::uint64_t w = static_cast<std::uint64_t>(d.hi) - static_cast<std::uint64_t>(d.lo) + 1;
+      v = (w == 0 || v > UINT64_MAX / w) ? UINT64_MAX : v * w;
     }
     return v;
   }

@@ -1,0 +1,13 @@
+# Faults (docs/testing.md, "Faults"). The fault mode of the active-message layer (SHOAL_FAULTS) runs as the faults@3
+# variants of the am, dist_map, ordered_map and history tests (their own .cmake files). Here: a rank that dies in the
+# middle of a collective phase (std::abort, or _exit with status 3) must make the job stop with an error within the
+# time limit, never hang.
+add_executable(rank_death_test rank_death_main.cpp)
+target_link_libraries(rank_death_test PRIVATE shoal::shoal)
+foreach(how abort exit)
+  add_test(NAME rank_death.${how}.np3
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.sh 60 ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} 3
+                   ${MPIEXEC_PREFLAGS} $<TARGET_FILE:rank_death_test> ${MPIEXEC_POSTFLAGS} ${how})
+  set_tests_properties(rank_death.${how}.np3 PROPERTIES TIMEOUT 90 PROCESSORS 2 LABELS faults
+                       ENVIRONMENT "${SHOAL_TEST_ENV}" PASS_REGULAR_EXPRESSION "stopped with status")
+endforeach()
