@@ -11,6 +11,7 @@
 //   insert(v)               no          fetch_or of the mask; true when v was (probably) present        A
 //   find(v)                 no          get of the block; true when v is probably present              R
 //   local_insert(v)         no          insert on v's owner: a load and a store of its own block      local
+//   prefetch_local(v)       no          a hint before local_insert: starts loading v's block (owner)   local
 //   owner(v)                no          the rank holding v's block (one hash)                       local
 //   clear()                 collective  zero every block                                           2B + local
 //   expected_false_positive_rate(n)     the theory of this blocked filter after n distinct inserts    local
@@ -108,6 +109,13 @@ class bloom_filter {
     if ((old & mask) == mask) return true;
     block.store(old | mask, std::memory_order_relaxed);
     return false;
+  }
+
+  /// A hint before local_insert(v) on v's owner: starts loading v's block into the cache (does nothing elsewhere).
+  void prefetch_local(const T& v) const {
+    const std::size_t block = block_of(hash_value(v, seed_));
+    const auto r = block / per_rank_;
+    if (r == static_cast<std::size_t>(shoal::rank())) __builtin_prefetch(parts_[r].local() + (block - r * per_rank_), 1);
   }
 
   /// True when v is probably present; false means certainly absent.
