@@ -3,7 +3,16 @@
 # non-canonical lines, extra columns), hairpins (the walk never holds a canonical k-mer twice), and reads mode:
 # generated reads with substitution errors from both strands in FASTQ / FASTA, plain / gzip, several files, whose
 # contigs must lie on the genome, cover >= 95% of it, and be the same files at every rank count and format.
-# Needs the app targets (SHOAL_BUILD_BENCH).
+
+# Below the command line: non-ACGT bases split reads and no k-mer spans them, from reading through the distributed
+# count (tests/contig_test.cpp), at 1-4 ranks.
+find_package(ZLIB REQUIRED)  # reads.hpp reads gzip (Debian: zlib1g-dev)
+shoal_add_mpi_test(contig_count SOURCES contig_test.cpp TIMEOUT 60 LIBS ZLIB::ZLIB)
+target_include_directories(contig_count_test PRIVATE ${PROJECT_SOURCE_DIR}/apps/contig)
+target_compile_definitions(contig_count_test PRIVATE CONTIG_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data")
+target_compile_options(contig_count_test PRIVATE -Wall -Wextra)
+
+# The rest needs the app targets (SHOAL_BUILD_BENCH).
 if(SHOAL_BUILD_BENCH)
   set(_contig_env "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;ASAN_OPTIONS=detect_leaks=0;SHOAL_HEAP_SIZE=64M")
   add_test(NAME contig.generate_plain
@@ -66,6 +75,23 @@ if(SHOAL_BUILD_BENCH)
                              FIXTURES_REQUIRED "contig_reads_fastq.np1;contig_reads_${format}.np${n}")
       endif()
     endforeach()
+
+    # Non-ACGT bases (N, n, IUPAC codes, gaps, an N at a FASTA line start) split reads: the --ufx output holds
+    # exactly the k-mers on either side of them, counted, with X where a read was cut, and the contigs are the two
+    # fragments (tests/data/contig_nonacgt.*, the expected files written by a separate script).
+    add_test(NAME contig.reads_nonacgt.np${n}
+             COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} $<TARGET_FILE:shoal-contig>
+                     --reads ${PROJECT_SOURCE_DIR}/tests/data/contig_nonacgt.fq
+                             ${PROJECT_SOURCE_DIR}/tests/data/contig_nonacgt.fa
+                     --k 11 --min-count 2 --check --ufx ${CMAKE_CURRENT_BINARY_DIR}/contig_nonacgt.np${n}.ufx
+                     --expected ${PROJECT_SOURCE_DIR}/tests/data/contig_nonacgt.expected.fa)
+    set_tests_properties(contig.reads_nonacgt.np${n} PROPERTIES TIMEOUT 60 PROCESSORS ${procs}
+                         ENVIRONMENT "${_contig_env}" LABELS contig FIXTURES_SETUP contig_nonacgt.np${n})
+    add_test(NAME contig.reads_nonacgt_ufx.np${n}
+             COMMAND ${CMAKE_COMMAND} -E compare_files ${PROJECT_SOURCE_DIR}/tests/data/contig_nonacgt.expected.ufx
+                     ${CMAKE_CURRENT_BINARY_DIR}/contig_nonacgt.np${n}.ufx)
+    set_tests_properties(contig.reads_nonacgt_ufx.np${n} PROPERTIES TIMEOUT 30 LABELS contig
+                         FIXTURES_REQUIRED contig_nonacgt.np${n})
 
     # A malformed FASTQ stops every rank with the file, the line and what was expected.
     add_test(NAME contig.reads_malformed.np${n}

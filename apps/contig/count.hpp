@@ -2,10 +2,12 @@
 // messages, and the extensions of the solid k-mers.
 //
 // Every canonical k-mer has one owner: the rank that holds its block of the shoal::bloom_filter
-// (bloom_filter::owner). Ranks send each k-mer occurrence of their reads to its owner with shoal::async (aggregated
-// per destination by the AM layer); the owner applies it to its local count table (shoal::local::flat_table), so
-// every Bloom operation is a CPU atomic on the owner's own memory and the k-mers of one owner are handled one at a
-// time, in arrival order. Two passes over the reads (held in memory):
+// (bloom_filter::owner). Ranks send the k-mer occurrences of their reads to their owners with shoal::async, in
+// batches of up to `batch_size` per owner (one message each; the AM layer packs the messages to one destination
+// into one MPI send); the owner applies a batch to its own Bloom blocks (bloom_filter::local_insert: a load and a
+// store, no remote atomic and no MPI call on either RMA path) and its local count table (shoal::local::flat_table),
+// one k-mer at a time in arrival order, prefetching the Bloom block and table slot of the k-mer `prefetch_ahead`
+// places further on (the work is cache misses, and one message per k-mer could not look ahead). Two passes over the reads (held in memory):
 //   1. sighting:  the owner inserts the k-mer into the Bloom filter; if it was (probably) there already, the k-mer
 //                 enters the count table (count 0). Singletons, most of them sequencing errors, stay out.
 //   2. tallying:  the owner counts every occurrence of a k-mer that is in the table, with the base on each side in
@@ -20,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kmer.hpp"
@@ -130,16 +133,20 @@ class kmer_counter {
 
   /// Collective, pass 1: every k-mer occurrence to its owner's Bloom filter; seen twice -> into the table.
   void sight(const read_fragments& reads) {
-    send_all(reads, [this](const kmer_sighting& s) {
-      shoal::async(bloom_.owner(s.kmer), [](kmer_code c) { active_->on_sighting(c); }, s.kmer);
-    });
+    send_all<kmer_code>(
+        reads, [](const kmer_sighting& s) { return s.kmer; },
+        [](int owner, const std::vector<kmer_code>& batch) {
+          shoal::async(owner, [](std::vector<kmer_code> b) { active_->apply(b, &kmer_counter::on_sighting); }, batch);
+        });
   }
 
   /// Collective, pass 2: every occurrence of a k-mer in the table counted with its neighbouring bases.
   void tally(const read_fragments& reads) {
-    send_all(reads, [this](const kmer_sighting& s) {
-      shoal::async(bloom_.owner(s.kmer), [](kmer_sighting t) { active_->on_tally(t); }, s);
-    });
+    send_all<kmer_sighting>(
+        reads, [](const kmer_sighting& s) { return s; },
+        [](int owner, const std::vector<kmer_sighting>& batch) {
+          shoal::async(owner, [](std::vector<kmer_sighting> b) { active_->apply(b, &kmer_counter::on_tally); }, batch);
+        });
   }
 
   /// This rank's k-mers counted at least min_count times, with their extensions.
@@ -172,20 +179,50 @@ class kmer_counter {
   }
 
  private:
-  // Sends every k-mer occurrence of the reads, serving arrived messages every `progress_every` sends (so that
-  // queues, messages to this rank included, stay small and warm in cache), then waits for quiescence.
-  template <class Send>
-  void send_all(const read_fragments& reads, Send send) {
+  static constexpr std::size_t batch_size = 256;
+  static constexpr std::size_t prefetch_ahead = 8;
+
+  // Sends every k-mer occurrence of the reads (as `pick` makes it) to its owner in batches (`ship(owner, batch)`),
+  // serving arrived messages every `progress_every` occurrences (so that queues, messages to this rank included,
+  // stay small and warm in cache), then waits for quiescence.
+  template <class Item, class Pick, class Ship>
+  void send_all(const read_fragments& reads, Pick pick, Ship ship) {
     constexpr std::size_t progress_every = 1 << 12;
+    std::vector<std::vector<Item>> batches(static_cast<std::size_t>(shoal::size()));
+    for (auto& b : batches) b.reserve(batch_size);
     std::size_t sent = 0;
     for (std::size_t f = 0; f < reads.size(); ++f) {
       for_each_kmer(reads[f], k_, [&](const kmer_sighting& s) {
-        send(s);
+        const int owner = bloom_.owner(s.kmer);
+        auto& batch = batches[static_cast<std::size_t>(owner)];
+        batch.push_back(pick(s));
+        if (batch.size() == batch_size) {
+          ship(owner, batch);
+          batch.clear();
+        }
         if (++sent % progress_every == 0) shoal::progress();
       });
     }
+    for (std::size_t r = 0; r < batches.size(); ++r) {
+      if (!batches[r].empty()) ship(static_cast<int>(r), batches[r]);
+    }
     shoal::am::barrier();
   }
+
+  // The owner's side of a batch: `on` for each item, the Bloom block and table slot of a later one prefetched.
+  template <class Item>
+  void apply(const std::vector<Item>& batch, void (kmer_counter::*on)(const Item&)) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (i + prefetch_ahead < batch.size()) {
+        const kmer_code& later = code_of(batch[i + prefetch_ahead]);
+        if constexpr (std::is_same_v<Item, kmer_code>) bloom_.prefetch_local(later);  // pass 1 only
+        table_.prefetch(later);
+      }
+      (this->*on)(batch[i]);
+    }
+  }
+  static const kmer_code& code_of(const kmer_code& c) { return c; }
+  static const kmer_code& code_of(const kmer_sighting& s) { return s.kmer; }
 
   static std::size_t bloom_bits(std::uint64_t occurrences, const kmer_counter_options& opts) {
     return std::max<std::size_t>(1024, static_cast<std::size_t>(static_cast<double>(occurrences) *
@@ -193,7 +230,7 @@ class kmer_counter {
   }
 
   void on_sighting(const kmer_code& c) {
-    if (bloom_.insert(c)) table_.try_emplace(c);
+    if (bloom_.local_insert(c)) table_.try_emplace(c);
     else ++first_sightings_;
   }
   void on_tally(const kmer_sighting& s) {

@@ -10,7 +10,9 @@
 //   bloom_filter(bits, k)   collective  allocate and clear (bits rounded up to whole 64-bit blocks)   B
 //   insert(v)               no          fetch_or of the mask; true when v was (probably) present        A
 //   find(v)                 no          get of the block; true when v is probably present              R
-//   owner(v)                no          the rank holding v's block                                 local
+//   local_insert(v)         no          insert on v's owner: a load and a store of its own block      local
+//   prefetch_local(v)       no          a hint before local_insert: starts loading v's block (owner)   local
+//   owner(v)                no          the rank holding v's block (one hash)                       local
 //   clear()                 collective  zero every block                                           2B + local
 //   expected_false_positive_rate(n)     the theory of this blocked filter after n distinct inserts    local
 //
@@ -21,9 +23,12 @@
 // classic (1 - e^(-kn/m))^k of an unblocked filter, most of all for large k and fill.
 //
 // Concurrency promises: insert and find are fully atomic with respect to each other (a fetch_or is atomic; a get of
-// one aligned 64-bit word sees the block before or after each fetch_or). No cheaper variant exists to promise.
+// one aligned 64-bit word sees the block before or after each fetch_or). local_insert is the owner-computes form
+// (send v to owner(v), e.g. with shoal::async, and insert it there): no remote atomic and no MPI call, on either
+// path, but it is not atomic with respect to insert() from other ranks, so a filter takes all its inserts one way
+// or the other; find() stays exact once the inserts are complete (after a barrier).
 //
-// Errors: shoal::usage_error for zero bits or k outside [1, 64]; shoal::heap_exhausted when the blocks do not fit
+// Errors: shoal::usage_error for zero bits or k outside [1, 64], and for local_insert of a value another rank owns; shoal::heap_exhausted when the blocks do not fit
 // (raise SHOAL_HEAP_SIZE).
 //
 // Example:
@@ -33,6 +38,7 @@
 //   if (seen.find("ACGT")) { ... }                        // one get
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -79,7 +85,7 @@ class bloom_filter {
 
   std::size_t bits() const { return blocks_ * block_bits; }
   /// The rank that holds v's block.
-  int owner(const T& v) const { return locate(v).where.rank(); }
+  int owner(const T& v) const { return static_cast<int>(block_of(hash_value(v, seed_)) / per_rank_); }
   std::size_t blocks() const { return blocks_; }
   unsigned k() const { return k_; }
 
@@ -87,6 +93,29 @@ class bloom_filter {
   bool insert(const T& v) {
     const auto [where, mask] = locate(v);
     return (fetch_or(where, mask) & mask) == mask;
+  }
+
+  /// Owner-side insert (see the header comment): v's block must be on the calling rank. Returns true when all of
+  /// v's bits were set before.
+  bool local_insert(const T& v) {
+    const auto [where, mask] = locate(v);
+    if (where.rank() != shoal::rank()) {
+      throw usage_error("shoal::bloom_filter::local_insert on rank " + std::to_string(shoal::rank()) +
+                        " of a value owned by rank " + std::to_string(where.rank()) +
+                        "; send it to owner(v) and insert it there, or use insert(v)");
+    }
+    std::atomic_ref<std::uint64_t> block(*where.local());
+    const std::uint64_t old = block.load(std::memory_order_relaxed);
+    if ((old & mask) == mask) return true;
+    block.store(old | mask, std::memory_order_relaxed);
+    return false;
+  }
+
+  /// A hint before local_insert(v) on v's owner: starts loading v's block into the cache (does nothing elsewhere).
+  void prefetch_local(const T& v) const {
+    const std::size_t block = block_of(hash_value(v, seed_));
+    const auto r = block / per_rank_;
+    if (r == static_cast<std::size_t>(shoal::rank())) __builtin_prefetch(parts_[r].local() + (block - r * per_rank_), 1);
   }
 
   /// True when v is probably present; false means certainly absent.
@@ -157,9 +186,12 @@ class bloom_filter {
     std::uint64_t mask;
   };
 
+  std::size_t block_of(std::uint64_t h) const {
+    return static_cast<std::size_t>((static_cast<unsigned __int128>(h) * blocks_) >> 64);
+  }
+
   location locate(const T& v) const {
-    const std::uint64_t h = hash_value(v, seed_);
-    const auto block = static_cast<std::size_t>((static_cast<unsigned __int128>(h) * blocks_) >> 64);
+    const std::size_t block = block_of(hash_value(v, seed_));
     const auto r = block / per_rank_;
     std::uint64_t mask = 0;
     std::uint64_t bits = 0;

@@ -37,7 +37,13 @@ class spin_waiter {
     auto& r = rt();
     const std::uint64_t arrivals = r.progress_arrivals;
     progress();
-    if (r.progress_arrivals != arrivals) {
+    backoff(r.progress_arrivals != arrivals);
+  }
+
+  /// The back-off alone, for a wait loop that polls by other means (the AM layer's wait for a send slot, which must
+  /// not run handlers): `moved` says whether its poll achieved anything.
+  void backoff(bool moved) {
+    if (moved) {
       spins_ = 0;
     } else if (++spins_ > spins_before_sleep) {
       std::this_thread::sleep_for(sleep_step);

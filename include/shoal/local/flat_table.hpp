@@ -5,7 +5,8 @@
 // by doubling: the insert that crosses the load limit rehashes every entry, so single-insert latency has spikes
 // proportional to the table size (see linear_hash_table for the alternative, and shoal-bench `dist_map`).
 //
-// Cost: find / insert / erase O(1) expected; an insert that doubles the table O(size). Not thread-safe.
+// Cost: find / insert / erase O(1) expected; an insert that doubles the table O(size); prefetch(k), a hint before
+// one of them (starts loading k's control bytes and slots into the cache), O(1). Not thread-safe.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -39,6 +40,8 @@ class flat_table {
     return it == map_.end() ? nullptr : &it->second;
   }
   bool contains(const K& key) const { return map_.contains(key); }
+  /// A hint before an operation on key: starts loading where it would be into the cache (see the header comment).
+  void prefetch(const K& key) const { map_.prefetch(key); }
 
   template <class... Args>
   std::pair<V*, bool> try_emplace(K key, Args&&... args) {

@@ -383,12 +383,17 @@ class engine {
 
   /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
   /// bounded); inside a handler they are only queued, never run from its send path.
+  /// The wait backs off like every wait in shoal (spin_waiter): with more ranks than cores, a sender spinning here
+  /// would hold the core the receiver needs to take its buffers.
   void make_room() {
     if (requests_.size() >= max_sends_) test_sends();  // below the cap, poll() completes sends
+    shoal::detail::spin_waiter pause;
     while (requests_.size() >= max_sends_) {
       const bool got = receive_one();
       if (got && depth_ == 0) run_queue();
+      const std::size_t before = requests_.size();
       test_sends();
+      pause.backoff(got || requests_.size() < before);
     }
   }
 

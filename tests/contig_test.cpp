@@ -1,0 +1,92 @@
+// Tests of shoal-contig's reads path below the command line (apps/contig): non-ACGT bases split a read, and no
+// k-mer spans them, from reading (reads.hpp) through the distributed count (count.hpp), at every rank count.
+//
+// tests/data/contig_nonacgt.{fq,fa} hold six reads of two 30-base fragments L and R joined by non-ACGT bases: N,
+// the reverse strand, lower case n with an 8-base fragment (shorter than k) between Ns, IUPAC codes, an N at the
+// start of a FASTA line, gap characters. contig_nonacgt.expected.ufx is what a count at k = 11, min count 2 must
+// give: the k-mers of L and R only, each seen 6 times, X on the sides where a non-ACGT base cut the read (written
+// by a separate script, not by this code).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "count.hpp"
+#include "reads.hpp"
+#include "report.hpp"
+#include "shoal/shoal.hpp"
+#include "shoal_test.hpp"
+
+namespace {
+
+const std::string data_dir = CONTIG_TEST_DATA;
+const std::vector<std::string> files = {data_dir + "/contig_nonacgt.fq", data_dir + "/contig_nonacgt.fa"};
+const std::string L = "TGGGCGAACTTGGTCACCCCGAAGTATCTG";
+const std::string R = "ATGAGATGATCACCGAGAGCCGGGGCGAGG";
+constexpr std::size_t k = 11;
+
+std::vector<std::string> fragments_of(const contig::read_fragments& reads) {
+  std::vector<std::string> out;
+  for (std::size_t f = 0; f < reads.size(); ++f) out.emplace_back(reads[f]);
+  return out;
+}
+
+TEST(ContigReads, NonAcgtBasesSplitReads) {
+  const auto mine = contig::read_share(files, k, shoal::rank(), shoal::size());
+  auto all = contig::gather_strings(fragments_of(mine));
+  const auto reads = shoal::allreduce(mine.reads, shoal::op::sum{});
+  const auto bases = shoal::allreduce(mine.read_bases, shoal::op::sum{});
+  EXPECT_EQ(reads, 6u);
+  EXPECT_EQ(bases, 61u + 61u + 71u + 63u + 61u + 62u);  // every character of every read, the non-ACGT ones too
+  if (shoal::rank() == 0) {
+    std::sort(all.begin(), all.end());
+    std::vector<std::string> want = {L, L, L, L, L, R, R, R, R, R, contig::reverse_complement(L),
+                                     contig::reverse_complement(R)};
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(all, want);  // the 8-base fragment between Ns (shorter than k) is dropped
+  }
+}
+
+TEST(ContigReads, NoKmerSpansANonAcgtBase) {
+  const auto mine = contig::read_share(files, k, shoal::rank(), shoal::size());
+  const auto occurrences = shoal::allreduce(contig::kmer_occurrences(mine, k), shoal::op::sum{});
+  EXPECT_EQ(occurrences, 12u * (30 - k + 1));
+  std::vector<std::string> lines;
+  std::uint64_t counted = 0;
+  {
+    contig::kmer_counter counter(k, occurrences);
+    counter.sight(mine);
+    counter.tally(mine);
+    for (const auto& c : counter.solid(2)) {
+      lines.push_back(c.record.kmer + '\t' + c.record.ext.left + c.record.ext.right + '\t' + std::to_string(c.count));
+    }
+    counted = shoal::allreduce(static_cast<std::uint64_t>(counter.table_size()), shoal::op::sum{});
+  }
+  EXPECT_EQ(counted, 40u);  // every k-mer is seen 6 times: none is a once-seen Bloom false positive
+  auto all = contig::gather_strings(lines);
+  if (shoal::rank() != 0) return;
+  std::sort(all.begin(), all.end());
+  std::vector<std::string> want;
+  std::ifstream in(data_dir + "/contig_nonacgt.expected.ufx");
+  for (std::string line; std::getline(in, line);) want.push_back(line);
+  ASSERT_EQ(want.size(), 40u);
+  EXPECT_EQ(all, want);
+
+  // The same, stated directly: the k-mers on both sides are counted, and none of a read joined through the cut.
+  std::set<std::string> kmers;
+  for (const auto& l : all) kmers.insert(l.substr(0, k));
+  for (const auto& side : {L, R}) {
+    for (std::size_t i = 0; i + k <= side.size(); ++i) EXPECT_EQ(kmers.count(contig::canonical(side.substr(i, k))), 1u);
+  }
+  for (char joint : std::string("ACGT")) {
+    const std::string joined = L + joint + R;
+    for (std::size_t i = L.size() + 1 - k; i <= L.size(); ++i) {
+      EXPECT_EQ(kmers.count(contig::canonical(joined.substr(i, k))), 0u) << joined.substr(i, k);
+    }
+  }
+}
+
+}  // namespace
