@@ -376,17 +376,20 @@ void push_then_pop_with(shoal::concurrency push_promise, shoal::concurrency pop_
   shoal::circular_queue<value> q(host, per_rank * static_cast<std::size_t>(np()));
   const bool active = !host_only || me() == host;
   const int pushers = host_only ? 1 : np();
+  bool pushed = true;
   if (active) {
     // The host alone pushes every rank's values in the local case.
-    for (int r = host_only ? 0 : me(); r < (host_only ? np() : me() + 1); ++r) {
+    for (int r = host_only ? 0 : me(); pushed && r < (host_only ? np() : me() + 1); ++r) {
       auto v = values_of(r, per_rank);
-      for (std::size_t i = 0; i < per_rank; i += 11) {
+      for (std::size_t i = 0; pushed && i < per_rank; i += 11) {
         const std::size_t n = std::min<std::size_t>(11, per_rank - i);
-        ASSERT_TRUE(q.push(std::span<const value>(v.data() + i, n), push_promise));
+        pushed = q.push(std::span<const value>(v.data() + i, n), push_promise);
       }
     }
   }
   (void)pushers;
+  // Every rank learns whether a push failed anywhere before the next collective, so all of them stop together.
+  ASSERT_TRUE(shoal::testing::all_ranks(pushed)) << "a push into a queue with room for every value was refused";
   shoal::barrier();
   EXPECT_EQ(q.size(), per_rank * static_cast<std::size_t>(np()));
   shoal::barrier();

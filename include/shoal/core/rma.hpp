@@ -32,6 +32,7 @@
 #include <string>
 #include <type_traits>
 
+#include "shoal/core/checks.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/detail/mpi_type.hpp"
 #include "shoal/core/detail/remote_ops.hpp"
@@ -44,10 +45,10 @@ namespace shoal {
 
 namespace detail {
 
-/// Range checks on ranks and segment bounds; compiled in with SHOAL_CHECKS (Debug builds).
+/// Range checks on ranks and segment bounds: cheap checks, compiled in at SHOAL_CHECKS >= 1 (shoal/core/checks.hpp).
 inline void check_access([[maybe_unused]] const runtime& r, [[maybe_unused]] std::uint64_t raw,
                          [[maybe_unused]] std::size_t bytes, [[maybe_unused]] const char* call) {
-#ifdef SHOAL_CHECKS
+#if SHOAL_CHECKS >= 1
   auto p = global_ptr<std::byte>::from_raw(raw);
   if (p.is_null()) throw usage_error(std::string("shoal::") + call + ": null global pointer");
   if (p.rank() < 0 || p.rank() >= r.size) {

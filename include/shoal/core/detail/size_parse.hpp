@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,19 +13,24 @@
 
 namespace shoal::detail {
 
-/// Parses "4096", "64K", "512M", "2G" (binary multiples, optional trailing "B"/"iB"). Throws usage_error naming
-/// `setting` on malformed text.
+/// Parses "4096", "64K", "512M", "2G", "1T" (binary multiples, optional trailing "B"/"iB"). Throws usage_error naming
+/// `setting`, the text and what is accepted on malformed text and on a size that does not fit in 64 bits.
 inline std::size_t parse_size(std::string_view text, std::string_view setting) {
+  const auto fail = [&](const char* why) {
+    return usage_error(std::string(setting) + "=\"" + std::string(text) + "\" " + why +
+                       "; write a number of bytes with an optional unit K, M, G or T (binary multiples), e.g. 4096, "
+                       "64K, 512M or 2G");
+  };
+  constexpr std::uint64_t max = std::numeric_limits<std::size_t>::max();
   std::size_t i = 0;
   std::uint64_t value = 0;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    const auto digit = static_cast<std::uint64_t>(text[i] - '0');
+    if (value > (max - digit) / 10) throw fail("is too large (more than 2^64 - 1 bytes)");
+    value = value * 10 + digit;
     ++i;
   }
-  if (i == 0) {
-    throw usage_error(std::string(setting) + "=\"" + std::string(text) +
-                      "\" is not a size; write e.g. 4096, 64K, 512M or 2G");
-  }
+  if (i == 0) throw fail("is not a size");
   std::string_view rest = text.substr(i);
   std::uint64_t mult = 1;
   if (!rest.empty()) {
@@ -34,16 +40,13 @@ inline std::size_t parse_size(std::string_view text, std::string_view setting) {
       case 'G': mult = 1ull << 30; break;
       case 'T': mult = 1ull << 40; break;
       case 'B': mult = 1; break;
-      default:
-        throw usage_error(std::string(setting) + "=\"" + std::string(text) +
-                          "\" has an unknown unit; use K, M, G or T");
+      default: throw fail("has an unknown unit");
     }
     rest.remove_prefix(1);
     if (rest == "iB" || rest == "ib" || rest == "B" || rest == "b") rest = {};
-    if (!rest.empty()) {
-      throw usage_error(std::string(setting) + "=\"" + std::string(text) + "\" has trailing characters");
-    }
+    if (!rest.empty()) throw fail("has trailing characters");
   }
+  if (value > max / mult) throw fail("is too large (more than 2^64 - 1 bytes)");
   return static_cast<std::size_t>(value * mult);
 }
 
