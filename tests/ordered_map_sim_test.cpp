@@ -113,7 +113,7 @@ op_result<long, long> apply_op(std::map<long, long>& m, const op_spec<long, long
 void expect_same(const op_result<long, long>& want, const op_result<long, long>& got, const op_spec<long, long>& s,
                  const std::string& where) {
   SCOPED_TRACE(where + " op " + std::to_string(static_cast<int>(s.op)) + " key " + std::to_string(s.key));
-  if (s.op != op_kind::range) EXPECT_EQ(static_cast<int>(want.st), static_cast<int>(got.st));
+  if (s.op != op_kind::range) { EXPECT_EQ(static_cast<int>(want.st), static_cast<int>(got.st)); }
   EXPECT_EQ(want.value, got.value);
   EXPECT_EQ(want.key, got.key);
   EXPECT_EQ(want.keys, got.keys);
@@ -214,7 +214,7 @@ TEST_P(OrderedMapSim, TotalOrderMatchesReplayWhenForwardsAreSynchronous) {
     SCOPED_TRACE("asynchrony " + std::to_string(k));
     std::uint64_t synchronous = 0;
     total_order_replay(GetParam(), 128, k, mix::general, &synchronous);
-    if (GetParam() > 1) EXPECT_GT(synchronous, 0u) << "k throttled no node";
+    if (GetParam() > 1) { EXPECT_GT(synchronous, 0u) << "k throttled no node"; }
   }
 }
 
@@ -423,7 +423,7 @@ TEST_P(OrderedMapSim, ShortcutsThatGoStaleFailOverToTheHead) {
     for (int r = 0; r < ranks; ++r) bounces += s.at(r).stats().bounces;
   }
   // One rank handles every request at once: nothing can change under a waiting request.
-  if (ranks > 1) EXPECT_GT(bounces, 0u) << "no shortcut went stale: the test lost its point";
+  if (ranks > 1) { EXPECT_GT(bounces, 0u) << "no shortcut went stale: the test lost its point"; }
 }
 
 TEST_P(OrderedMapSim, MultiDimensionalRanges) {

@@ -139,7 +139,7 @@ TEST(FastQueue, EmptyQueuePopsNothingAndStaysUsable) {
   shoal::barrier();  // size() is exact between phases: other ranks' failed claims are handed back by now
   EXPECT_TRUE(q.empty());
   shoal::barrier();
-  if (me() == 0) ASSERT_TRUE(q.push(value{7}));
+  if (me() == 0) { ASSERT_TRUE(q.push(value{7})); }
   shoal::barrier();
   if (me() == 0) {
     EXPECT_EQ(q.pop(), std::optional<value>(7));
@@ -281,7 +281,7 @@ TYPED_TEST(BothQueues, ResizeKeepsContents) {
     ASSERT_TRUE(q.push(five, shoal::promise::push));
   }
   shoal::barrier();
-  if (me() == 0) EXPECT_EQ(q.pop(*std::make_unique<std::vector<value>>(), 5, shoal::promise::pop), 5u);
+  if (me() == 0) { EXPECT_EQ(q.pop(*std::make_unique<std::vector<value>>(), 5, shoal::promise::pop), 5u); }
   shoal::barrier();
   q.resize(static_cast<std::size_t>(np()) * 2);
   EXPECT_EQ(q.capacity(), static_cast<std::size_t>(np()) * 2);
@@ -504,7 +504,7 @@ TEST(CircularQueue, LocalPromiseOnTheHostOnly) {
   std::optional<value> v;
   if (me() == np() - 1) v = q.pop();
   shoal::barrier();
-  if (me() == np() - 1) EXPECT_EQ(v, std::optional<value>(3));
+  if (me() == np() - 1) { EXPECT_EQ(v, std::optional<value>(3)); }
   shoal::barrier();
 }
 
@@ -518,9 +518,9 @@ struct pair32 {
 
 TEST(CircularQueue, StructElements) {
   shoal::circular_queue<pair32> q(0, 8);
-  if (me() == np() - 1) ASSERT_TRUE(q.push(pair32{1, 2}));
+  if (me() == np() - 1) { ASSERT_TRUE(q.push(pair32{1, 2})); }
   shoal::barrier();
-  if (me() == 0) EXPECT_EQ(q.pop(), std::optional<pair32>(pair32{1, 2}));
+  if (me() == 0) { EXPECT_EQ(q.pop(), std::optional<pair32>(pair32{1, 2})); }
   shoal::barrier();
 }
 

@@ -87,7 +87,7 @@ TEST_P(RelaxedQueue, EmptyQueuePopsNothing) {
   // nothing to synchronise.
   const auto bounds = shoal::allgather(q.clock_error_bound_ns());
   for (auto b : bounds) EXPECT_EQ(b, bounds[0]);
-  if (np() == 1) EXPECT_EQ(bounds[0], 0);
+  if (np() == 1) { EXPECT_EQ(bounds[0], 0); }
 }
 
 TEST_P(RelaxedQueue, FullWhenEveryRingIsFullThenDrainsExactly) {
@@ -132,7 +132,7 @@ TEST_P(RelaxedQueue, NcandLargerThanTheNonEmptyRings) {
     std::vector<std::uint64_t> popped;
     while (auto s = q.try_pop_stamped(np() + 3)) {
       popped.push_back(s->value);
-      if (GetParam().insertion == shoal::relaxed::insertion::local_first) EXPECT_EQ(s->ring, np() - 1);
+      if (GetParam().insertion == shoal::relaxed::insertion::local_first) { EXPECT_EQ(s->ring, np() - 1); }
       // Pushed on another rank's clock: ordered up to the synchronised clocks' error bound.
       EXPECT_LE(s->pushed_at, s->popped_at + static_cast<std::uint64_t>(q.clock_error_bound_ns()));
     }
@@ -255,7 +255,7 @@ TEST(LinkedFifoQueue, EmptyThenFifoFromOneProducer) {
   // Every consumer sees the single producer's values in increasing order; together they see each value once.
   std::vector<std::uint64_t> mine;
   while (auto v = q.try_pop()) {
-    if (!mine.empty()) EXPECT_LT(mine.back(), *v);
+    if (!mine.empty()) { EXPECT_LT(mine.back(), *v); }
     mine.push_back(*v);
   }
   auto all = gather_to_root(mine);
