@@ -64,11 +64,14 @@ void run_contig(context& ctx) {
   if (serial_contigs != contigs) throw shoal::error("contig workload: distributed and serial contig counts differ");
   const std::string variant = std::to_string(records.size()) + " 31-mers, " + std::to_string(contigs) + " contigs";
   ctx.report({.operation = "contig total", .variant = variant, .value = result.insert_seconds + result.traverse_seconds,
-              .unit = "s", .baseline = "per-core absl map", .baseline_value = serial, .direction = better::lower});
+              .unit = "s", .baseline = "per-core absl map", .baseline_value = serial,
+              .direction = better::lower});
   ctx.report({.operation = "contig insert phase", .variant = "hash_map_buffer", .value = result.insert_seconds,
-              .unit = "s", .baseline = "per-core absl map (all)", .baseline_value = serial, .direction = better::lower});
+              .unit = "s", .baseline = "per-core absl map (all)", .baseline_value = serial,
+              .direction = better::lower});
   ctx.report({.operation = "contig traversal", .variant = "promise::find", .value = result.traverse_seconds,
-              .unit = "s", .baseline = "per-core absl map (all)", .baseline_value = serial, .direction = better::lower});
+              .unit = "s", .baseline = "per-core absl map (all)", .baseline_value = serial,
+              .direction = better::lower});
   run_contig_reads(ctx, genome);
 }
 

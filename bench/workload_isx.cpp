@@ -29,7 +29,8 @@ void run_isx(shoal::bench::context& ctx) {
   const std::string variant = std::to_string(p.keys_per_rank) + " keys/rank, msg " + std::to_string(p.message_size);
   ctx.report({.operation = "ISx exchange", .variant = variant,
               .value = median([](const auto& r) { return r.shoal.exchange; }), .unit = "s", .baseline = "MPI_Alltoallv",
-              .baseline_value = median([](const auto& r) { return r.reference.exchange; }), .direction = better::lower});
+              .baseline_value = median([](const auto& r) { return r.reference.exchange; }),
+              .direction = better::lower});
   ctx.report({.operation = "ISx local sort", .variant = variant,
               .value = median([](const auto& r) { return r.shoal.sort; }), .unit = "s", .baseline = "MPI_Alltoallv",
               .baseline_value = median([](const auto& r) { return r.reference.sort; }), .direction = better::lower});

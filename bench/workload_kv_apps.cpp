@@ -56,7 +56,8 @@ void run_kv(context& ctx) {
   for (int servers = 1; servers < np; ++servers) {
     for (int clients = 1; clients + servers <= np; ++clients) {
       if (servers == 1 && clients == 1) continue;
-      ctx.report({.operation = "kv replay " + std::to_string(clients) + " clients x " + std::to_string(servers) + " servers",
+      ctx.report({.operation =
+                       "kv replay " + std::to_string(clients) + " clients x " + std::to_string(servers) + " servers",
                   .variant = std::to_string(ops) + " req/client", .value = measure(servers, clients), .unit = "Mreq/s",
                   .baseline = "1 client x 1 server", .baseline_value = serial});
     }

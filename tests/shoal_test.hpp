@@ -43,7 +43,8 @@ inline int scaled(int n) {
 /// run without failures never starts the watcher. stop() ends it (before MPI is finalized).
 class abort_on_stall : public ::testing::EmptyTestEventListener {
  public:
-  explicit abort_on_stall(int rank, std::chrono::seconds grace = std::chrono::seconds(10)) : rank_(rank), grace_(grace) {}
+  explicit abort_on_stall(int rank, std::chrono::seconds grace = std::chrono::seconds(10))
+      : rank_(rank), grace_(grace) {}
   ~abort_on_stall() override { stop(); }
 
   void OnTestPartResult(const ::testing::TestPartResult& r) override {

@@ -2,9 +2,9 @@
 //
 // shoal::world() is every rank of the environment's communicator; shoal::node_team() the ranks of this node.
 // Collectives (barrier, broadcast, allreduce, allgather) must be called by every rank of the team; while they
-// wait they make progress, so active messages keep flowing. At SHOAL_CHECKS=2 (the Debug default, shoal/core/checks.hpp)
-// every collective first verifies that all ranks entered the same collective and reports a mismatch as
-// shoal::usage_error naming the calls of both sides.
+// wait they make progress, so active messages keep flowing. At SHOAL_CHECKS=2 (the Debug default,
+// shoal/core/checks.hpp) every collective first verifies that all ranks entered the same collective and reports a
+// mismatch as shoal::usage_error naming the calls of both sides.
 //
 // Cost: barrier B; broadcast / allreduce / allgather one MPI collective each (log p latency).
 #pragma once
