@@ -2,7 +2,6 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
 
 namespace shoal::bench {
 
@@ -11,18 +10,24 @@ std::vector<workload>& registry() {
   return all;
 }
 
-void context::report(const std::string& operation, const std::string& variant, double value, const std::string& unit,
-                     const std::string& baseline, double baseline_value, better b) {
+double ratio_of(const measurement& m) {
+  if (m.direction == better::higher) return m.value > 0 && m.baseline_value > 0 ? m.value / m.baseline_value : 0;
+  const double value = m.value + m.resolution;
+  const double baseline = m.baseline_value + m.resolution;
+  return value > 0 && baseline > 0 ? baseline / value : 0;
+}
+
+void context::report(const measurement& m) {
   row r;
   r.workload = workload_;
-  r.operation = operation;
-  r.variant = prefix_.empty() ? variant : (variant.empty() ? prefix_ : prefix_ + "/" + variant);
+  r.operation = m.operation;
+  r.variant = prefix_.empty() ? m.variant : (m.variant.empty() ? prefix_ : prefix_ + "/" + m.variant);
   r.ranks = shoal::size();
-  r.value = value;
-  r.unit = unit;
-  r.baseline = baseline;
-  r.baseline_value = baseline_value;
-  if (value > 0 && baseline_value > 0) r.ratio = b == better::higher ? value / baseline_value : baseline_value / value;
+  r.value = m.value;
+  r.unit = m.unit;
+  r.baseline = m.baseline;
+  r.baseline_value = m.baseline_value;
+  r.ratio = ratio_of(m);
   rows_.push_back(std::move(r));
 }
 
@@ -35,8 +40,7 @@ void context::progress(const std::string& what) const {
 double median_timed(int reps, const std::function<void()>& fn) {
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) t.push_back(timed(fn));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(std::move(t));
 }
 
 }  // namespace shoal::bench

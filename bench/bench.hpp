@@ -2,7 +2,12 @@
 // prints one table and, with --json, one record per row.
 //
 // Every row is a ratio measured in one run: shoal's value beside a baseline that does the same work (plain MPI
-// written the obvious way, or the sequential per-core limit). `ratio` is oriented so that higher is better for shoal.
+// written the obvious way, or the sequential per-core limit). `ratio` reads "higher is better for shoal" for every
+// metric: value / baseline where more is better (rates), baseline / value where less is better (times, latencies,
+// errors). A lower-is-better metric may name a `resolution`, the amount below which it makes no difference (one
+// element of rank error): its ratio is (baseline + resolution) / (value + resolution), so an error of 0 against 0.1
+// reads 1.1, not infinity, and 3 against 0 reads 0.25, not 0. A ratio that cannot be formed (no baseline, a value of
+// 0 with no resolution) is 0 and printed as "-".
 #pragma once
 
 #include <chrono>
@@ -12,10 +17,27 @@
 #include <vector>
 
 #include "shoal/core.hpp"
+#include "stats.hpp"
 
 namespace shoal::bench {
 
 enum class better { higher, lower };
+
+/// One measurement, by name: ctx.report({.operation = "put", .value = r, .unit = "Mops/s", .baseline = "MPI_Put",
+/// .baseline_value = b}).
+struct measurement {
+  std::string operation;
+  std::string variant;
+  double value = 0;
+  std::string unit;
+  std::string baseline;  // what the baseline is ("-" when there is none)
+  double baseline_value = 0;
+  better direction = better::higher;  // whether a larger value is better (rates) or a smaller one (times, errors)
+  double resolution = 0;              // lower-is-better only: differences below this (in `unit`) do not count
+};
+
+/// The ratio of a measurement, oriented so that higher is better for shoal (see the top of this file); 0 when none.
+double ratio_of(const measurement& m);
 
 struct row {
   std::string workload;
@@ -37,9 +59,8 @@ class context {
   /// The --size given on the command line, or `fallback` when none was (workloads define what it counts).
   std::size_t size_or(std::size_t fallback) const { return size_ ? size_ : fallback; }
 
-  /// Records one row (rank 0 keeps it). `b` says whether a larger value is better (rates) or a smaller one (times).
-  void report(const std::string& operation, const std::string& variant, double value, const std::string& unit,
-              const std::string& baseline, double baseline_value, better b = better::higher);
+  /// Records one row (rank 0 keeps it).
+  void report(const measurement& m);
 
   /// A progress line on the terminal (rank 0, only when stdout is a terminal).
   void progress(const std::string& what) const;

@@ -19,8 +19,10 @@ void print_table(const std::vector<shoal::bench::row>& rows) {
   fmt::print("{:<14} {:<28} {:<26} {:>5} {:>12} {:<8} {:<26} {:>12} {:>7}\n", "workload", "operation", "variant",
              "ranks", "value", "unit", "baseline", "baseline", "ratio");
   for (const auto& r : rows) {
-    fmt::print("{:<14} {:<28} {:<26} {:>5} {:>12.4g} {:<8} {:<26} {:>12.4g} {:>7.2f}\n", r.workload, r.operation,
-               r.variant, r.ranks, r.value, r.unit, r.baseline, r.baseline_value, r.ratio);
+    // A ratio that cannot be formed (no baseline) is 0 in the records and "-" here.
+    const std::string ratio = r.ratio > 0 ? fmt::format("{:.2f}", r.ratio) : "-";
+    fmt::print("{:<14} {:<28} {:<26} {:>5} {:>12.4g} {:<8} {:<26} {:>12.4g} {:>7}\n", r.workload, r.operation,
+               r.variant, r.ranks, r.value, r.unit, r.baseline, r.baseline_value, ratio);
   }
 }
 

@@ -162,11 +162,13 @@ void rate(context& ctx, MPI_Comm comm, std::size_t n) {
   const double tu = shoal::bench::median_timed(3, [&] { mpi_unaggregated<Bytes>(comm, dest, n_single); });
 
   const double shoal_rate = total / ts / 1e6;
-  ctx.report("async rate", label, shoal_rate, "Mmsg/s", "MPI hand-aggregated", total / ta / 1e6);
-  ctx.report("async rate", label, shoal_rate, "Mmsg/s", "MPI_Isend per payload",
-             static_cast<double>(n_single) * np / tu / 1e6);
+  ctx.report({.operation = "async rate", .variant = label, .value = shoal_rate, .unit = "Mmsg/s",
+              .baseline = "MPI hand-aggregated", .baseline_value = total / ta / 1e6});
+  ctx.report({.operation = "async rate", .variant = label, .value = shoal_rate, .unit = "Mmsg/s",
+              .baseline = "MPI_Isend per payload", .baseline_value = static_cast<double>(n_single) * np / tu / 1e6});
   if (tf > 0) {
-    ctx.report("async rate, function ptr", label, total / tf / 1e6, "Mmsg/s", "MPI hand-aggregated", total / ta / 1e6);
+    ctx.report({.operation = "async rate, function ptr", .variant = label, .value = total / tf / 1e6, .unit = "Mmsg/s",
+                .baseline = "MPI hand-aggregated", .baseline_value = total / ta / 1e6});
   }
 }
 
@@ -193,7 +195,8 @@ void latency(context& ctx, MPI_Comm comm, int iters) {
     }
     g_sum += x;
   });
-  ctx.report("rpc round trip", "8 B", ts / iters * 1e6, "us", "MPI ping-pong", tm / iters * 1e6, better::lower);
+  ctx.report({.operation = "rpc round trip", .variant = "8 B", .value = ts / iters * 1e6, .unit = "us",
+              .baseline = "MPI ping-pong", .baseline_value = tm / iters * 1e6, .direction = better::lower});
 }
 
 void run_am(context& ctx) {

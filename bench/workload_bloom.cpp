@@ -65,8 +65,10 @@ void run_bloom(context& ctx) {
     }
   });
   MPI_Barrier(MPI_COMM_WORLD);
-  ctx.report("bloom insert", "k=6, 16 bits/value", mops(t_insert), "Mops/s", "MPI RMA fetch_and_op BOR", mops(m_insert));
-  ctx.report("bloom find", "k=6, 16 bits/value", mops(t_find), "Mops/s", "MPI RMA get", mops(m_find));
+  ctx.report({.operation = "bloom insert", .variant = "k=6, 16 bits/value", .value = mops(t_insert), .unit = "Mops/s",
+              .baseline = "MPI RMA fetch_and_op BOR", .baseline_value = mops(m_insert)});
+  ctx.report({.operation = "bloom find", .variant = "k=6, 16 bits/value", .value = mops(t_find), .unit = "Mops/s",
+              .baseline = "MPI RMA get", .baseline_value = mops(m_find)});
 }
 
 const shoal::bench::registrar reg("bloom", "BCL Fig. 6: bloom_filter insert/find vs MPI RMA", run_bloom,

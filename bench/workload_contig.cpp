@@ -63,12 +63,15 @@ void run_contig(context& ctx) {
   serial_contigs = shoal::broadcast(serial_contigs);
   if (serial_contigs != contigs) throw shoal::error("contig workload: distributed and serial contig counts differ");
   const std::string variant = std::to_string(records.size()) + " 31-mers, " + std::to_string(contigs) + " contigs";
-  ctx.report("contig total", variant, result.insert_seconds + result.traverse_seconds, "s", "per-core absl map",
-             serial, better::lower);
-  ctx.report("contig insert phase", "hash_map_buffer", result.insert_seconds, "s", "per-core absl map (all)", serial,
-             better::lower);
-  ctx.report("contig traversal", "promise::find", result.traverse_seconds, "s", "per-core absl map (all)", serial,
-             better::lower);
+  ctx.report({.operation = "contig total", .variant = variant, .value = result.insert_seconds + result.traverse_seconds,
+              .unit = "s", .baseline = "per-core absl map", .baseline_value = serial,
+              .direction = better::lower});
+  ctx.report({.operation = "contig insert phase", .variant = "hash_map_buffer", .value = result.insert_seconds,
+              .unit = "s", .baseline = "per-core absl map (all)", .baseline_value = serial,
+              .direction = better::lower});
+  ctx.report({.operation = "contig traversal", .variant = "promise::find", .value = result.traverse_seconds,
+              .unit = "s", .baseline = "per-core absl map (all)", .baseline_value = serial,
+              .direction = better::lower});
   run_contig_reads(ctx, genome);
 }
 
@@ -172,9 +175,11 @@ void run_contig_reads(context& ctx, const std::string& genome) {
   const auto rate = [&](double s) { return static_cast<double>(occurrences) / s / 1e6; };
   const std::string variant = std::to_string(occurrences) + " 31-mer occurrences (30x), " + std::to_string(contigs) +
                               " contigs";
-  ctx.report("contig reads: k-mer counting", "Bloom + AM owners, 2 passes", rate(count_seconds), "M k-mers/s",
-             "one core, absl map", rate(serial_count), better::higher);
-  ctx.report("contig reads: end to end", variant, total, "s", "one core, absl map", serial_total, better::lower);
+  ctx.report({.operation = "contig reads: k-mer counting", .variant = "Bloom + AM owners, 2 passes",
+              .value = rate(count_seconds), .unit = "M k-mers/s", .baseline = "one core, absl map",
+              .baseline_value = rate(serial_count), .direction = better::higher});
+  ctx.report({.operation = "contig reads: end to end", .variant = variant, .value = total, .unit = "s",
+              .baseline = "one core, absl map", .baseline_value = serial_total, .direction = better::lower});
 }
 
 const shoal::bench::registrar reg("contig", "BCL §8.2: Meraculous contig generation vs the per-core limit",

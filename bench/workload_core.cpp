@@ -94,7 +94,8 @@ void run_core(context& ctx) {
         if (active)
           for (int i = 0; i < iters; ++i) mpi_op();
       });
-      ctx.report(op + " latency", variant, ts / iters * 1e6, "us", "MPI-3 RMA", tm / iters * 1e6, better::lower);
+      ctx.report({.operation = op + " latency", .variant = variant, .value = ts / iters * 1e6, .unit = "us",
+                  .baseline = "MPI-3 RMA", .baseline_value = tm / iters * 1e6, .direction = better::lower});
     }
     return ts / iters * 1e6;
   };
@@ -109,8 +110,9 @@ void run_core(context& ctx) {
     // Beside a cross-host 8 B row: the same two ranks' MPI ping-pong (the network's round trip).
     auto beside_ping_pong = [&](const std::string& op, double us, int iters) {
       if (cross) {
-        ctx.report(op + " latency", where + "8 B", us, "us", "MPI send/recv ping-pong", ping_pong_us(target, iters),
-                   better::lower);
+        ctx.report({.operation = op + " latency", .variant = where + "8 B", .value = us, .unit = "us",
+                    .baseline = "MPI send/recv ping-pong", .baseline_value = ping_pong_us(target, iters),
+                    .direction = better::lower});
       }
     };
     for (const auto& s : sizes) {
@@ -165,7 +167,8 @@ void run_core(context& ctx) {
       for (int i = 0; i < rate_iters; ++i) mpi_op();
     });
     const double total = static_cast<double>(rate_iters) * np;
-    ctx.report(op + " rate", ring + "8 B", total / ts / 1e6, "Mops/s", "MPI-3 RMA", total / tm / 1e6);
+    ctx.report({.operation = op + " rate", .variant = ring + "8 B", .value = total / ts / 1e6, .unit = "Mops/s",
+                .baseline = "MPI-3 RMA", .baseline_value = total / tm / 1e6});
   };
   // Each rank targets its neighbour's words (distinct cache lines per origin).
   auto nbr_seg = seg[static_cast<std::size_t>(peer)] + static_cast<std::ptrdiff_t>(me) * 64;

@@ -29,6 +29,7 @@ namespace {
 
 using shoal::bench::better;
 using shoal::bench::context;
+using shoal::bench::median;
 using u32 = std::uint32_t;
 
 /// m unique keys in 0..7,000,000, in random order (the same on every rank).
@@ -55,11 +56,6 @@ std::vector<u32> my_slice(const std::vector<u32>& keys, pattern p) {
   const std::size_t lo = keys.size() * static_cast<std::size_t>(me) / static_cast<std::size_t>(np);
   const std::size_t hi = keys.size() * static_cast<std::size_t>(me + 1) / static_cast<std::size_t>(np);
   return {keys.begin() + static_cast<std::ptrdiff_t>(lo), keys.begin() + static_cast<std::ptrdiff_t>(hi)};
-}
-
-double median3(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 // ---- plain MPI: hand-aggregated all-to-all ---------------------------------------------------------------------
@@ -172,7 +168,7 @@ rates run_shoal(const std::vector<u32>& keys, pattern p, std::size_t total) {
   }
   if (shoal::allreduce(wrong, shoal::op::sum{}) != 0) throw shoal::error("dist_map workload: wrong results");
   const double n = static_cast<double>(total) / 1e6;
-  return {n / median3(ti), n / median3(tf), n / median3(tff), n / median3(te)};
+  return {n / median(ti), n / median(tf), n / median(tff), n / median(te)};
 }
 
 rates run_mpi(const std::vector<u32>& keys, pattern p, std::size_t total) {
@@ -186,7 +182,7 @@ rates run_mpi(const std::vector<u32>& keys, pattern p, std::size_t total) {
   }
   if (shoal::allreduce(wrong, shoal::op::sum{}) != 0) throw shoal::error("dist_map workload: wrong MPI results");
   const double n = static_cast<double>(total) / 1e6;
-  return {n / median3(ti), n / median3(tf), 0, n / median3(te)};
+  return {n / median(ti), n / median(tf), 0, n / median(te)};
 }
 
 /// One core, one table: the same keys in, found, out (rank 0 measures; Mops/s).
@@ -209,7 +205,7 @@ rates run_per_core(const std::vector<u32>& keys) {
     }
     if (wrong) throw shoal::error("dist_map workload: wrong per-core results");
     const double n = static_cast<double>(keys.size()) / 1e6;
-    r = {n / median3(ti), n / median3(tf), n / median3(tf), n / median3(te)};
+    r = {n / median(ti), n / median(tf), n / median(tf), n / median(te)};
   }
   r.insert = shoal::broadcast(r.insert);
   r.find_batch = shoal::broadcast(r.find_batch);
@@ -232,14 +228,20 @@ void run_dist_map(context& ctx) {
     ctx.progress(name + " plain MPI");
     const rates ref = run_mpi(mine, p, m);
     const std::string variant = std::to_string(m) + " keys";
-    ctx.report("insert " + name, variant, s.insert, "Mops/s", "MPI alltoallv", ref.insert);
-    ctx.report("insert " + name, variant, s.insert, "Mops/s", "ranks x per-core", np * core.insert);
-    ctx.report("find " + name + " (batch)", variant, s.find_batch, "Mops/s", "MPI alltoallv", ref.find_batch);
-    ctx.report("find " + name + " (batch)", variant, s.find_batch, "Mops/s", "ranks x per-core",
-               np * core.find_batch);
-    ctx.report("find " + name + " (futures)", variant, s.find_future, "Mops/s", "MPI alltoallv", ref.find_batch);
-    ctx.report("erase " + name + " (batch)", variant, s.erase, "Mops/s", "MPI alltoallv", ref.erase);
-    ctx.report("erase " + name + " (batch)", variant, s.erase, "Mops/s", "ranks x per-core", np * core.erase);
+    ctx.report({.operation = "insert " + name, .variant = variant, .value = s.insert, .unit = "Mops/s",
+                .baseline = "MPI alltoallv", .baseline_value = ref.insert});
+    ctx.report({.operation = "insert " + name, .variant = variant, .value = s.insert, .unit = "Mops/s",
+                .baseline = "ranks x per-core", .baseline_value = np * core.insert});
+    ctx.report({.operation = "find " + name + " (batch)", .variant = variant, .value = s.find_batch, .unit = "Mops/s",
+                .baseline = "MPI alltoallv", .baseline_value = ref.find_batch});
+    ctx.report({.operation = "find " + name + " (batch)", .variant = variant, .value = s.find_batch, .unit = "Mops/s",
+                .baseline = "ranks x per-core", .baseline_value = np * core.find_batch});
+    ctx.report({.operation = "find " + name + " (futures)", .variant = variant, .value = s.find_future,
+                .unit = "Mops/s", .baseline = "MPI alltoallv", .baseline_value = ref.find_batch});
+    ctx.report({.operation = "erase " + name + " (batch)", .variant = variant, .value = s.erase, .unit = "Mops/s",
+                .baseline = "MPI alltoallv", .baseline_value = ref.erase});
+    ctx.report({.operation = "erase " + name + " (batch)", .variant = variant, .value = s.erase, .unit = "Mops/s",
+                .baseline = "ranks x per-core", .baseline_value = np * core.erase});
   }
 
   // CSE_Hash request sizes: 1..8 values per key into a dist_multimap, N-N; values per second.
@@ -278,9 +280,10 @@ void run_dist_map(context& ctx) {
     core_time = (shoal::bench::now() - t0) * static_cast<double>(total_values) / static_cast<double>(n);
   }
   core_time = shoal::broadcast(core_time);
-  ctx.report("insert N-N multimap n=1..8", std::to_string(total_values) + " values",
-             static_cast<double>(total_values) / median3(t) / 1e6, "Mvals/s", "ranks x per-core",
-             np * static_cast<double>(total_values) / core_time / 1e6);
+  ctx.report({.operation = "insert N-N multimap n=1..8", .variant = std::to_string(total_values) + " values",
+              .value = static_cast<double>(total_values) / median(t) / 1e6, .unit = "Mvals/s",
+              .baseline = "ranks x per-core",
+              .baseline_value = np * static_cast<double>(total_values) / core_time / 1e6});
 }
 
 const shoal::bench::registrar reg(

@@ -34,11 +34,7 @@ std::vector<box_pair> queries_of(int rank, std::size_t count) {
 
 struct latencies {
   std::vector<double> ms;
-  double percentile(double p) {
-    if (ms.empty()) return 0;
-    std::sort(ms.begin(), ms.end());
-    return ms[static_cast<std::size_t>(p * static_cast<double>(ms.size() - 1))];
-  }
+  double percentile(double p) const { return ms.empty() ? 0 : shoal::bench::percentile(ms, p); }
 };
 
 /// The skip list: returns {seconds, operations, this rank's latencies}.
@@ -147,16 +143,18 @@ void run_flights(context& ctx) {
     shoal::barrier();
     latencies lat{all_ms};
     const std::string v = std::string(label) + ", " + std::to_string(schedule.size()) + " flights";
-    ctx.report("flights insert+erase, queries running", v, updates / mine.seconds / 1e3, "Kops/s",
-               "absl::btree_map, 1 process", base.updates / base.seconds / 1e3);
+    ctx.report({.operation = "flights insert+erase, queries running", .variant = v,
+                .value = updates / mine.seconds / 1e3, .unit = "Kops/s", .baseline = "absl::btree_map, 1 process",
+                .baseline_value = base.updates / base.seconds / 1e3});
     for (double p : {0.5, 0.9, 0.99}) {
-      latencies b = base.lat;
-      ctx.report("flights 4-D range latency p" + std::to_string(static_cast<int>(p * 100)), v, lat.percentile(p), "ms",
-                 "absl::btree_map, 1 process", b.percentile(p), better::lower);
+      ctx.report({.operation = "flights 4-D range latency p" + std::to_string(static_cast<int>(p * 100)), .variant = v,
+                  .value = lat.percentile(p), .unit = "ms", .baseline = "absl::btree_map, 1 process",
+                  .baseline_value = base.lat.percentile(p), .direction = better::lower});
     }
-    ctx.report("flights range results per query", v, all_ms.empty() ? 0 : results / static_cast<double>(all_ms.size()),
-               "flights", "absl::btree_map, 1 process",
-               base.lat.ms.empty() ? 0 : base.results / static_cast<double>(base.lat.ms.size()));
+    ctx.report({.operation = "flights range results per query", .variant = v,
+                .value = all_ms.empty() ? 0 : results / static_cast<double>(all_ms.size()), .unit = "flights",
+                .baseline = "absl::btree_map, 1 process",
+                .baseline_value = base.lat.ms.empty() ? 0 : base.results / static_cast<double>(base.lat.ms.size())});
   }
 }
 

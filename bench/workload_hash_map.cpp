@@ -133,9 +133,12 @@ void run_hash_map(context& ctx) {
     });
     MPI_Barrier(MPI_COMM_WORLD);
   }
-  ctx.report("insert (fully atomic)", "u64->u64", mops(t_insert), "Mops/s", "MPI RMA CAS+put+XOR", mops(m_insert));
-  ctx.report("find (fully atomic)", "u64->u64", mops(t_find), "Mops/s", "MPI RMA 2 AMO+get", mops(m_find));
-  ctx.report("find (promise::find)", "u64->u64", mops(t_find_only), "Mops/s", "MPI RMA get", mops(m_find_only));
+  ctx.report({.operation = "insert (fully atomic)", .variant = "u64->u64", .value = mops(t_insert), .unit = "Mops/s",
+              .baseline = "MPI RMA CAS+put+XOR", .baseline_value = mops(m_insert)});
+  ctx.report({.operation = "find (fully atomic)", .variant = "u64->u64", .value = mops(t_find), .unit = "Mops/s",
+              .baseline = "MPI RMA 2 AMO+get", .baseline_value = mops(m_find)});
+  ctx.report({.operation = "find (promise::find)", .variant = "u64->u64", .value = mops(t_find_only), .unit = "Mops/s",
+              .baseline = "MPI RMA get", .baseline_value = mops(m_find_only)});
 
   // Buffered insert, end to end (insert calls + flush).
   ctx.progress("buffered insert");
@@ -162,10 +165,10 @@ void run_hash_map(context& ctx) {
     t_core = shoal::bench::now() - t0;
   }
   t_core = shoal::broadcast(t_core);
-  ctx.report("buffered insert", "hash_map_buffer", mops(t_buffered), "Mops/s", "per-core absl::flat_hash_map",
-             mops(t_core));
-  ctx.report("buffered insert", "vs fully atomic insert", mops(t_buffered), "Mops/s", "shoal atomic insert",
-             mops(t_insert));
+  ctx.report({.operation = "buffered insert", .variant = "hash_map_buffer", .value = mops(t_buffered), .unit = "Mops/s",
+              .baseline = "per-core absl::flat_hash_map", .baseline_value = mops(t_core)});
+  ctx.report({.operation = "buffered insert", .variant = "vs fully atomic insert", .value = mops(t_buffered),
+              .unit = "Mops/s", .baseline = "shoal atomic insert", .baseline_value = mops(t_insert)});
 }
 
 const shoal::bench::registrar reg("hash_map", "BCL Fig. 6: hash_map insert/find/find-only/buffered vs MPI RMA",

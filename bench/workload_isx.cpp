@@ -24,16 +24,19 @@ void run_isx(shoal::bench::context& ctx) {
   auto median = [&](auto field) {
     std::vector<double> v;
     for (const auto& r : runs) v.push_back(field(r));
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    return shoal::bench::median(std::move(v));
   };
   const std::string variant = std::to_string(p.keys_per_rank) + " keys/rank, msg " + std::to_string(p.message_size);
-  ctx.report("ISx exchange", variant, median([](const auto& r) { return r.shoal.exchange; }), "s", "MPI_Alltoallv",
-             median([](const auto& r) { return r.reference.exchange; }), better::lower);
-  ctx.report("ISx local sort", variant, median([](const auto& r) { return r.shoal.sort; }), "s", "MPI_Alltoallv",
-             median([](const auto& r) { return r.reference.sort; }), better::lower);
-  ctx.report("ISx total", variant, median([](const auto& r) { return r.shoal.total(); }), "s", "MPI_Alltoallv",
-             median([](const auto& r) { return r.reference.total(); }), better::lower);
+  ctx.report({.operation = "ISx exchange", .variant = variant,
+              .value = median([](const auto& r) { return r.shoal.exchange; }), .unit = "s", .baseline = "MPI_Alltoallv",
+              .baseline_value = median([](const auto& r) { return r.reference.exchange; }),
+              .direction = better::lower});
+  ctx.report({.operation = "ISx local sort", .variant = variant,
+              .value = median([](const auto& r) { return r.shoal.sort; }), .unit = "s", .baseline = "MPI_Alltoallv",
+              .baseline_value = median([](const auto& r) { return r.reference.sort; }), .direction = better::lower});
+  ctx.report({.operation = "ISx total", .variant = variant,
+              .value = median([](const auto& r) { return r.shoal.total(); }), .unit = "s", .baseline = "MPI_Alltoallv",
+              .baseline_value = median([](const auto& r) { return r.reference.total(); }), .direction = better::lower});
 }
 
 const shoal::bench::registrar reg("isx", "ISx bucket sort: fast_queue async pushes vs MPI_Alltoallv", run_isx,

@@ -46,18 +46,20 @@ void run_kv(context& ctx) {
     return static_cast<double>(r.requests) / r.seconds / 1e6;
   };
   if (np == 1) {
-    ctx.report("kv replay 1 client", "co-located", measure(1, 1), "Mreq/s", "per-core replay", core_rate);
+    ctx.report({.operation = "kv replay 1 client", .variant = "co-located", .value = measure(1, 1), .unit = "Mreq/s",
+                .baseline = "per-core replay", .baseline_value = core_rate});
     return;
   }
   const double serial = measure(1, 1);
-  ctx.report("kv replay 1 client x 1 server", std::to_string(ops) + " req/client", serial, "Mreq/s",
-             "per-core replay", core_rate);
+  ctx.report({.operation = "kv replay 1 client x 1 server", .variant = std::to_string(ops) + " req/client",
+              .value = serial, .unit = "Mreq/s", .baseline = "per-core replay", .baseline_value = core_rate});
   for (int servers = 1; servers < np; ++servers) {
     for (int clients = 1; clients + servers <= np; ++clients) {
       if (servers == 1 && clients == 1) continue;
-      ctx.report("kv replay " + std::to_string(clients) + " clients x " + std::to_string(servers) + " servers",
-                 std::to_string(ops) + " req/client", measure(servers, clients), "Mreq/s", "1 client x 1 server",
-                 serial);
+      ctx.report({.operation =
+                       "kv replay " + std::to_string(clients) + " clients x " + std::to_string(servers) + " servers",
+                  .variant = std::to_string(ops) + " req/client", .value = measure(servers, clients), .unit = "Mreq/s",
+                  .baseline = "1 client x 1 server", .baseline_value = serial});
     }
   }
 }
@@ -85,10 +87,12 @@ void run_bsgs(context& ctx) {
   const auto r = bsgs::solve_parallel(a, b, c);
   const double seconds = shoal::allreduce(shoal::bench::now() - t0, shoal::op::max{});
   if (!r.x || *r.x != expected || !bsgs::verify(a, b, c, *r.x)) throw shoal::error("bsgs workload: wrong answer");
-  ctx.report("bsgs table operations", "C < 2^" + std::to_string(bits),
-             static_cast<double>(r.operations) / seconds / 1e6, "Mops/s", "sequential BSGS", seq_rate);
-  ctx.report("bsgs time to solve", "C < 2^" + std::to_string(bits), seconds, "s", "sequential BSGS",
-             static_cast<double>(r.operations) / (seq_rate * 1e6), better::lower);
+  ctx.report({.operation = "bsgs table operations", .variant = "C < 2^" + std::to_string(bits),
+              .value = static_cast<double>(r.operations) / seconds / 1e6, .unit = "Mops/s",
+              .baseline = "sequential BSGS", .baseline_value = seq_rate});
+  ctx.report({.operation = "bsgs time to solve", .variant = "C < 2^" + std::to_string(bits), .value = seconds,
+              .unit = "s", .baseline = "sequential BSGS",
+              .baseline_value = static_cast<double>(r.operations) / (seq_rate * 1e6), .direction = better::lower});
 }
 
 void run_scatter(context& ctx) {
@@ -108,10 +112,11 @@ void run_scatter(context& ctx) {
   alltoallv = shoal::allreduce(alltoallv, shoal::op::max{});
   const double nnz = static_cast<double>(matrix.entries.size());
   const std::string variant = std::to_string(matrix.entries.size()) + " nnz, L=64";
-  ctx.report("scatter barrier time", variant, barrier / nnz * 1e6, "us/nnz", "MPI_Alltoallv", alltoallv / nnz * 1e6,
-             better::lower);
-  ctx.report("scatter immediate time", variant, t.immediate / nnz * 1e6, "us/nnz", "MPI_Alltoallv",
-             alltoallv / nnz * 1e6, better::lower);
+  ctx.report({.operation = "scatter barrier time", .variant = variant, .value = barrier / nnz * 1e6, .unit = "us/nnz",
+              .baseline = "MPI_Alltoallv", .baseline_value = alltoallv / nnz * 1e6, .direction = better::lower});
+  ctx.report({.operation = "scatter immediate time", .variant = variant, .value = t.immediate / nnz * 1e6,
+              .unit = "us/nnz", .baseline = "MPI_Alltoallv", .baseline_value = alltoallv / nnz * 1e6,
+              .direction = better::lower});
 }
 
 const shoal::bench::registrar reg_kv("kv", "K-V paper speedup table: clients x servers replaying traces", run_kv);

@@ -57,14 +57,16 @@ void run_local_tables(context& ctx) {
   }
   shoal::barrier();
   const std::string variant = std::to_string(n) + " keys";
-  ctx.report("max insert latency linear", variant, linear.max_latency_us, "us", "absl flat (doubling)",
-             flat.max_latency_us, better::lower);
-  ctx.report("max insert latency linear", variant, linear.max_latency_us, "us", "std::unordered_map",
-             node.max_latency_us, better::lower);
-  ctx.report("insert rate linear", variant, linear.inserts_per_second / 1e6, "Mops/s", "absl flat (doubling)",
-             flat.inserts_per_second / 1e6);
-  ctx.report("insert rate linear", variant, linear.inserts_per_second / 1e6, "Mops/s", "std::unordered_map",
-             node.inserts_per_second / 1e6);
+  ctx.report({.operation = "max insert latency linear", .variant = variant, .value = linear.max_latency_us,
+              .unit = "us", .baseline = "absl flat (doubling)", .baseline_value = flat.max_latency_us,
+              .direction = better::lower});
+  ctx.report({.operation = "max insert latency linear", .variant = variant, .value = linear.max_latency_us,
+              .unit = "us", .baseline = "std::unordered_map", .baseline_value = node.max_latency_us,
+              .direction = better::lower});
+  ctx.report({.operation = "insert rate linear", .variant = variant, .value = linear.inserts_per_second / 1e6,
+              .unit = "Mops/s", .baseline = "absl flat (doubling)", .baseline_value = flat.inserts_per_second / 1e6});
+  ctx.report({.operation = "insert rate linear", .variant = variant, .value = linear.inserts_per_second / 1e6,
+              .unit = "Mops/s", .baseline = "std::unordered_map", .baseline_value = node.inserts_per_second / 1e6});
 }
 
 const shoal::bench::registrar reg("local_tables",

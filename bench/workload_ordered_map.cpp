@@ -113,7 +113,8 @@ void run_ordered_map(context& ctx) {
     m.set_consistency(c);
     const double rate = timed_finds(finds);
     if (c == shoal::consistency::none) find_rate = rate;
-    ctx.report("find 100%", label, rate / 1e6, "Mops/s", "plain MPI find", mpi_rate / 1e6);
+    ctx.report({.operation = "find 100%", .variant = label, .value = rate / 1e6, .unit = "Mops/s",
+                .baseline = "plain MPI find", .baseline_value = mpi_rate / 1e6});
   }
 
   // k, the degree of asynchrony: how many forwards to other ranks a node makes before one must arrive first. Under
@@ -125,8 +126,9 @@ void run_ordered_map(context& ctx) {
     m.set_asynchrony(k);
     const double rate = timed_finds(finds);
     if (k == opts.asynchrony) default_k_rate = rate;
-    ctx.report("find 100% by k", "total order, k = " + std::to_string(k), rate / 1e6, "Mops/s",
-               "default k = " + std::to_string(opts.asynchrony), default_k_rate / 1e6);
+    ctx.report({.operation = "find 100% by k", .variant = "total order, k = " + std::to_string(k), .value = rate / 1e6,
+                .unit = "Mops/s", .baseline = "default k = " + std::to_string(opts.asynchrony),
+                .baseline_value = default_k_rate / 1e6});
   }
   m.set_asynchrony(opts.asynchrony);
   m.set_consistency(shoal::consistency::sequential);
@@ -138,7 +140,8 @@ void run_ordered_map(context& ctx) {
       for (int i = 0; i < finds; ++i) m.async_lower_bound(2 * pick(rng) + 1);
       m.barrier();
     });
-    ctx.report("lower_bound 100%", "sequential", finds * np / t / 1e6, "Mops/s", "plain MPI find", mpi_rate / 1e6);
+    ctx.report({.operation = "lower_bound 100%", .variant = "sequential", .value = finds * np / t / 1e6,
+                .unit = "Mops/s", .baseline = "plain MPI find", .baseline_value = mpi_rate / 1e6});
   }
 
   // Range queries (no consistency, as in the paper's Figure 9).
@@ -161,10 +164,12 @@ void run_ordered_map(context& ctx) {
     const auto parts = shoal::allreduce(m.stats().range_parts, shoal::op::sum{}) - parts_before;
     const double kv = static_cast<double>(shoal::allreduce(returned, shoal::op::sum{}));
     const std::string v = std::to_string(results) + " results";
-    ctx.report("range ops", v, queries * np / t / 1e3, "Kops/s", "find ops (none)", find_rate / 1e3);
-    ctx.report("range key-values", v, kv / t / 1e6, "Mkv/s", "find kv (none)", find_rate / 1e6);
-    ctx.report("range returned msgs", v, static_cast<double>(parts) / t / 1e6, "Mmsg/s", "find replies (none)",
-               find_rate / 1e6);
+    ctx.report({.operation = "range ops", .variant = v, .value = queries * np / t / 1e3, .unit = "Kops/s",
+                .baseline = "find ops (none)", .baseline_value = find_rate / 1e3});
+    ctx.report({.operation = "range key-values", .variant = v, .value = kv / t / 1e6, .unit = "Mkv/s",
+                .baseline = "find kv (none)", .baseline_value = find_rate / 1e6});
+    ctx.report({.operation = "range returned msgs", .variant = v, .value = static_cast<double>(parts) / t / 1e6,
+                .unit = "Mmsg/s", .baseline = "find replies (none)", .baseline_value = find_rate / 1e6});
   }
 
   // Mixed: 20% insert, 20% delete, 60% find or range of 100.
@@ -186,11 +191,12 @@ void run_ordered_map(context& ctx) {
       m.barrier();
     });
     const double rate = ops * np / t;
-    ctx.report(ranges ? "mixed 20/20/60 range" : "mixed 20/20/60 find", "none", rate / 1e6, "Mops/s",
-               "plain MPI find", mpi_rate / 1e6);
+    ctx.report({.operation = ranges ? "mixed 20/20/60 range" : "mixed 20/20/60 find", .variant = "none",
+                .value = rate / 1e6, .unit = "Mops/s", .baseline = "plain MPI find", .baseline_value = mpi_rate / 1e6});
     if (ranges) {
       const double kvs = static_cast<double>(shoal::allreduce(kv, shoal::op::sum{})) / t;
-      ctx.report("mixed range key-values", "none", kvs / 1e6, "Mkv/s", "find kv (none)", find_rate / 1e6);
+      ctx.report({.operation = "mixed range key-values", .variant = "none", .value = kvs / 1e6, .unit = "Mkv/s",
+                  .baseline = "find kv (none)", .baseline_value = find_rate / 1e6});
     }
   }
   m.barrier();
@@ -237,8 +243,10 @@ void run_ordered_map(context& ctx) {
     const double msgs = static_cast<double>(parts) / t;
     if (D == 1) one_dim_rate = kv, one_dim_msgs = msgs;
     const std::string v = std::to_string(D) + "-D, " + std::to_string(width) + "^" + std::to_string(D);
-    ctx.report("range key-values by dims", v, kv / 1e6, "Mkv/s", "1-D range", one_dim_rate / 1e6);
-    ctx.report("range msgs by dims", v, msgs / 1e3, "Kmsg/s", "1-D range msgs", one_dim_msgs / 1e3);
+    ctx.report({.operation = "range key-values by dims", .variant = v, .value = kv / 1e6, .unit = "Mkv/s",
+                .baseline = "1-D range", .baseline_value = one_dim_rate / 1e6});
+    ctx.report({.operation = "range msgs by dims", .variant = v, .value = msgs / 1e3, .unit = "Kmsg/s",
+                .baseline = "1-D range msgs", .baseline_value = one_dim_msgs / 1e3});
   };
   dims_run(std::integral_constant<std::size_t, 1>{});
   dims_run(std::integral_constant<std::size_t, 2>{});

@@ -160,9 +160,7 @@ phase_rates measure(std::size_t ops, std::size_t values_per_op, const std::funct
       for (std::size_t i = 0; i < ops; ++i) pop(i);
     }) / 1e6);
   }
-  std::sort(pushes.begin(), pushes.end());
-  std::sort(pops.begin(), pops.end());
-  return {pushes[1], pops[1]};
+  return {shoal::bench::median(std::move(pushes)), shoal::bench::median(std::move(pops))};
 }
 
 [[noreturn]] void lost(const char* what) { throw shoal::error(std::string("queues workload: ") + what); }
@@ -223,8 +221,10 @@ void run_queues(context& ctx) {
             if (!(v.atomic ? ring.pop_atomic() : ring.pop_phase())) lost("MPI pop found nothing");
           },
           reset_mpi);
-      ctx.report(std::string("circular_queue push ") + where, v.label, s.push, "Mops/s", "MPI-3 RMA", m.push);
-      ctx.report(std::string("circular_queue pop ") + where, v.label, s.pop, "Mops/s", "MPI-3 RMA", m.pop);
+      ctx.report({.operation = std::string("circular_queue push ") + where, .variant = v.label, .value = s.push,
+                  .unit = "Mops/s", .baseline = "MPI-3 RMA", .baseline_value = m.push});
+      ctx.report({.operation = std::string("circular_queue pop ") + where, .variant = v.label, .value = s.pop,
+                  .unit = "Mops/s", .baseline = "MPI-3 RMA", .baseline_value = m.pop});
     }
 
     // fast_queue: single values, then vectors of 1024 (rates in million values per second).
@@ -257,8 +257,10 @@ void run_queues(context& ctx) {
           reset_mpi);
       const std::string label = len == 1 ? "single values" : "vectors of 1024";
       const std::string unit = len == 1 ? "Mops/s" : "Mvalues/s";
-      ctx.report(std::string("fast_queue push ") + where, label, s.push, unit, "MPI-3 RMA", m.push);
-      ctx.report(std::string("fast_queue pop ") + where, label, s.pop, unit, "MPI-3 RMA", m.pop);
+      ctx.report({.operation = std::string("fast_queue push ") + where, .variant = label, .value = s.push, .unit = unit,
+                  .baseline = "MPI-3 RMA", .baseline_value = m.push});
+      ctx.report({.operation = std::string("fast_queue pop ") + where, .variant = label, .value = s.pop, .unit = unit,
+                  .baseline = "MPI-3 RMA", .baseline_value = m.pop});
     }
   }
 }

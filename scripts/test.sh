@@ -85,11 +85,11 @@ consumer() {
 for c in $configs; do
   case $c in
     openmpi)  run_suite openmpi -DCMAKE_BUILD_TYPE=Debug ;;
-    mpich)    run_suite mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=ON "${mpich_flags[@]}" ;;
+    mpich)    run_suite mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=2 "${mpich_flags[@]}" ;;
     asan)     run_suite asan -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=ON ;;
     consumer) consumer ;;
     multihost-openmpi) multihost multihost-openmpi openmpi -DCMAKE_BUILD_TYPE=Debug ;;
-    multihost-mpich) multihost multihost-mpich mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=ON "${mpich_flags[@]}" ;;
+    multihost-mpich) multihost multihost-mpich mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=2 "${mpich_flags[@]}" ;;
     *) echo "unknown configuration '$c' in SHOAL_TEST_CONFIGS"; exit 2 ;;
   esac
 done

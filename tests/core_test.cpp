@@ -23,8 +23,8 @@ int right() { return (me() + 1) % np(); }
 int left() { return (me() + np() - 1) % np(); }
 
 TEST(Environment, PathMatchesSetting) {
-  const bool messages = std::getenv("SHOAL_FORCE_MESSAGES") != nullptr;
-  const bool forced = std::getenv("SHOAL_FORCE_MPI") != nullptr || messages;
+  const bool messages = shoal::detail::env_flag("SHOAL_FORCE_MESSAGES");
+  const bool forced = shoal::detail::env_flag("SHOAL_FORCE_MPI") || messages;
   // The hosts of the job, as MPI sees them (MPI_COMM_TYPE_SHARED): one leader per host.
   const int leaders = shoal::allreduce(shoal::node_team().rank() == 0 ? 1 : 0, shoal::op::sum{});
   EXPECT_EQ(shoal::host_count(), leaders);
@@ -381,7 +381,7 @@ TEST(Collectives, BroadcastAndAllgather) {
   EXPECT_THROW((void)shoal::broadcast(1, np()), shoal::usage_error);
 }
 
-#ifdef SHOAL_CHECKS
+#if SHOAL_CHECKS >= 1
 TEST(Checks, OutOfRangeRankAndOffset) {
   shoal::global_ptr<int> bad_rank(np() + 3, 64);
   EXPECT_THROW((void)shoal::get(bad_rank), shoal::usage_error);
@@ -390,6 +390,51 @@ TEST(Checks, OutOfRangeRankAndOffset) {
   EXPECT_THROW((void)shoal::get(shoal::global_ptr<int>{}), shoal::usage_error);
 }
 #endif
+
+#if SHOAL_CHECKS >= 2
+// Ranks that call different collectives get a usage_error naming both calls, on every rank, instead of a hang.
+TEST(Checks, CollectiveMismatchNamesBothCalls) {
+  if (np() < 2) GTEST_SKIP() << "needs two ranks";
+  try {
+    if (me() == 0) shoal::barrier();
+    else (void)shoal::allreduce(1, shoal::op::sum{});
+    ADD_FAILURE() << "the mismatch went unnoticed";
+  } catch (const shoal::usage_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("barrier"), std::string::npos) << what;
+    EXPECT_NE(what.find("allreduce"), std::string::npos) << what;
+  }
+  // The team is usable afterwards: every rank took part in the same two exchanges.
+  EXPECT_EQ(shoal::allreduce(1, shoal::op::sum{}), np());
+}
+#endif
+
+// shoal's communicators and windows return MPI errors, which come back as mpi_error with MPI's error string.
+TEST(Errors, MpiErrorsComeBackAsExceptions) {
+  try {
+    SHOAL_MPI(MPI_Send(nullptr, 0, MPI_BYTE, np() + 5, 0, shoal::world().comm()));
+    ADD_FAILURE() << "a send to rank " << np() + 5 << " succeeded";
+  } catch (const shoal::mpi_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("MPI_Send"), std::string::npos) << what;
+    EXPECT_NE(what.find("failed: "), std::string::npos) << what;
+    EXPECT_GT(what.size(), what.find("failed: ") + 8) << "no MPI error string: " << what;
+  }
+  const auto& r = shoal::detail::rt();
+  for (MPI_Win w : {r.win, r.node_win}) {
+    if (w == MPI_WIN_NULL) continue;
+    MPI_Errhandler h;
+    ASSERT_EQ(MPI_Win_get_errhandler(w, &h), MPI_SUCCESS);
+    EXPECT_TRUE(h == MPI_ERRORS_RETURN) << "a window of shoal's aborts on errors";
+    MPI_Errhandler_free(&h);
+  }
+  for (MPI_Comm c : {r.comm, r.node_comm}) {
+    MPI_Errhandler h;
+    ASSERT_EQ(MPI_Comm_get_errhandler(c, &h), MPI_SUCCESS);
+    EXPECT_TRUE(h == MPI_ERRORS_RETURN) << "a communicator of shoal's aborts on errors";
+    MPI_Errhandler_free(&h);
+  }
+}
 
 }  // namespace
 
@@ -416,6 +461,35 @@ TEST(Settings, BooleansAreStrict) {
   }
   unsetenv(name);
   EXPECT_FALSE(shoal::detail::env_flag(name));
+}
+
+// Sizes: units, and anything that does not fit in 64 bits, is an error naming the variable, the value and what is
+// accepted.
+TEST(Settings, SizesAreStrictAndOverflowChecked) {
+  EXPECT_EQ(shoal::detail::parse_size("4096", "X"), 4096u);
+  EXPECT_EQ(shoal::detail::parse_size("64K", "X"), 64u << 10);
+  EXPECT_EQ(shoal::detail::parse_size("512MiB", "X"), 512u << 20);
+  EXPECT_EQ(shoal::detail::parse_size("16T", "X"), std::size_t{16} << 40);
+  EXPECT_EQ(shoal::detail::parse_size("18446744073709551615", "X"), ~std::size_t{0});
+  const char* name = "SHOAL_TEST_SIZE_SETTING";
+  for (const char* bad : {"99999999999999G", "18446744073709551616", "16777216T", "12Q", "1K2", "", "-1", "M"}) {
+    setenv(name, bad, 1);
+    if (*bad == '\0') {  // empty is unset
+      EXPECT_FALSE(shoal::detail::env_size(name).has_value());
+      continue;
+    }
+    try {
+      (void)shoal::detail::env_size(name);
+      ADD_FAILURE() << "\"" << bad << "\" was accepted";
+    } catch (const shoal::usage_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(name), std::string::npos) << what;
+      EXPECT_NE(what.find(bad), std::string::npos) << what;
+      EXPECT_NE(what.find("K, M, G or T"), std::string::npos) << what;
+    }
+  }
+  unsetenv(name);
+  EXPECT_FALSE(shoal::detail::env_size(name).has_value());
 }
 
 TEST(Settings, ProgressThreadSetting) {

@@ -131,7 +131,7 @@ TEST(Array, HostedGetPut) {
   std::vector<double> tail(20);
   a.get(30, tail);
   for (double x : tail) EXPECT_EQ(x, 2.0);
-  if (me() == host) EXPECT_EQ(a.local_span()[49], 2.0);
+  if (me() == host) { EXPECT_EQ(a.local_span()[49], 2.0); }
   EXPECT_THROW((void)a.get(50), shoal::usage_error);
   EXPECT_THROW(a.get(45, tail), shoal::usage_error);
   EXPECT_THROW(shoal::array<int>(np(), 3), shoal::usage_error);

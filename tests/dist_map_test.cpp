@@ -44,7 +44,7 @@ TYPED_TEST(dist_map_families, random_operations_match_an_oracle) {
         auto got = m.find(key);
         auto it = oracle.find(key);
         ASSERT_EQ(got.has_value(), it != oracle.end());
-        if (got) ASSERT_EQ(*got, it->second);
+        if (got) { ASSERT_EQ(*got, it->second); }
         break;
       }
       case 3: {
@@ -68,7 +68,7 @@ TYPED_TEST(dist_map_families, random_operations_match_an_oracle) {
         auto got = m.update(key, [](u64& v, u64 add) { return v += add; }, u64{3});
         auto it = oracle.find(key);
         ASSERT_EQ(got.has_value(), it != oracle.end());
-        if (got) ASSERT_EQ(*got, it->second += 3);
+        if (got) { ASSERT_EQ(*got, it->second += 3); }
         break;
       }
       case 7: {  // keep the minimum
@@ -95,7 +95,7 @@ TYPED_TEST(dist_map_families, random_operations_match_an_oracle) {
         for (std::size_t j = 0; j < keys.size(); ++j) {
           auto it = oracle.find(keys[j]);
           ASSERT_EQ(found[j].has_value(), it != oracle.end());
-          if (found[j]) ASSERT_EQ(*found[j], it->second);
+          if (found[j]) { ASSERT_EQ(*found[j], it->second); }
         }
       }
     }
@@ -286,7 +286,7 @@ TEST(dist_map, service_layout_servers_answer_clients) {
     store.close();
   }
   // Clients store nothing; the servers hold every value the clients put.
-  if (!store.is_owner()) EXPECT_EQ(store.local_size(), 0u);
+  if (!store.is_owner()) { EXPECT_EQ(store.local_size(), 0u); }
   EXPECT_EQ(store.size(), shoal::allreduce(put, shoal::op::sum{}));
   EXPECT_EQ(shoal::allreduce(checked, shoal::op::sum{}) > 0, np > 1);
 }

@@ -84,7 +84,7 @@ TEST(HashMap, ConcurrentMixedStressVerified) {
       switch (rng() % 4) {
         case 0:
           if (m.insert(k, tagged{k, static_cast<std::uint32_t>(me()), seq})) expected[k] = seq;
-          else EXPECT_TRUE(expected[k].has_value());
+          else { EXPECT_TRUE(expected[k].has_value()); }
           break;
         case 1:
         case 2:
@@ -106,7 +106,7 @@ TEST(HashMap, ConcurrentMixedStressVerified) {
   for (const auto& [k, seq] : expected) {
     const auto v = m.find(k, shoal::promise::find);
     ASSERT_EQ(v.has_value(), seq.has_value()) << "key " << k;
-    if (seq) EXPECT_EQ(v->seq, *seq);
+    if (seq) { EXPECT_EQ(v->seq, *seq); }
   }
   std::size_t live = 0;
   for (const auto& [k, seq] : expected) live += seq.has_value();
@@ -175,8 +175,8 @@ TEST(HashMap, EraseLeavesTombstonesThatFindSkips) {
     const auto v = m.find(inserted[i]);
     const auto w = m.find(inserted[i], shoal::promise::find);
     EXPECT_EQ(v, w);
-    if (i % 2 == 0) EXPECT_FALSE(v.has_value()) << inserted[i];
-    else EXPECT_EQ(v, inserted[i] + 1) << inserted[i];
+    if (i % 2 == 0) { EXPECT_FALSE(v.has_value()) << inserted[i]; }
+    else { EXPECT_EQ(v, inserted[i] + 1) << inserted[i]; }
   }
   EXPECT_EQ(m.size(), inserted.size() / 2);
   // Tombstones are not reused until resize; resize drops them and keeps every live key.
@@ -184,11 +184,11 @@ TEST(HashMap, EraseLeavesTombstonesThatFindSkips) {
   EXPECT_EQ(m.capacity(), capacity * 2);
   for (std::size_t i = 0; i < inserted.size(); ++i) {
     const auto v = m.find(inserted[i], shoal::promise::find);
-    if (i % 2 == 0) EXPECT_FALSE(v.has_value());
-    else EXPECT_EQ(v, inserted[i] + 1);
+    if (i % 2 == 0) { EXPECT_FALSE(v.has_value()); }
+    else { EXPECT_EQ(v, inserted[i] + 1); }
   }
   EXPECT_EQ(m.size(), inserted.size() / 2);
-  if (me() == 0) EXPECT_TRUE(m.insert(inserted[0], 99));
+  if (me() == 0) { EXPECT_TRUE(m.insert(inserted[0], 99)); }
   shoal::barrier();
   EXPECT_EQ(m.find(inserted[0]), 99);
   shoal::barrier();
@@ -283,7 +283,7 @@ TEST(HashMap, LocalInsertPromiseMatchesAtomicInsert) {
       foreign = k;
     }
   }
-  if (np() > 1) EXPECT_THROW(local.insert(foreign, 1, shoal::promise::local), shoal::usage_error);
+  if (np() > 1) { EXPECT_THROW(local.insert(foreign, 1, shoal::promise::local), shoal::usage_error); }
   shoal::barrier();
   for (std::uint64_t k = 0; k < static_cast<std::uint64_t>(n * np()) + 10; ++k) {
     EXPECT_EQ(atomic.find(k), local.find(k));

@@ -33,7 +33,7 @@ TEST(number_theory, step_count_is_the_ceiling_square_root) {
                       (bsgs::u64{1} << 44) - 21}) {
     const bsgs::u64 m = bsgs::step_count(c);
     EXPECT_GE(m * m, c - 1) << c;
-    if (m > 1) EXPECT_LT((m - 1) * (m - 1), c - 1) << c;
+    if (m > 1) { EXPECT_LT((m - 1) * (m - 1), c - 1) << c; }
   }
 }
 

@@ -61,7 +61,7 @@ TYPED_TEST(local_table_test, random_operations_match_unordered_map) {
         const std::uint64_t* v = std::as_const(t).find(key);
         auto it = oracle.find(key);
         ASSERT_EQ(v != nullptr, it != oracle.end());
-        if (v) ASSERT_EQ(*v, it->second);
+        if (v) { ASSERT_EQ(*v, it->second); }
         ASSERT_EQ(t.contains(key), v != nullptr);
       }
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <sstream>
 #include <tuple>
 
 #include "ordered_map_sim.hpp"
@@ -112,7 +113,7 @@ op_result<long, long> apply_op(std::map<long, long>& m, const op_spec<long, long
 void expect_same(const op_result<long, long>& want, const op_result<long, long>& got, const op_spec<long, long>& s,
                  const std::string& where) {
   SCOPED_TRACE(where + " op " + std::to_string(static_cast<int>(s.op)) + " key " + std::to_string(s.key));
-  if (s.op != op_kind::range) EXPECT_EQ(static_cast<int>(want.st), static_cast<int>(got.st));
+  if (s.op != op_kind::range) { EXPECT_EQ(static_cast<int>(want.st), static_cast<int>(got.st)); }
   EXPECT_EQ(want.value, got.value);
   EXPECT_EQ(want.key, got.key);
   EXPECT_EQ(want.keys, got.keys);
@@ -181,18 +182,16 @@ void total_order_replay(int ranks, std::size_t window, std::size_t asynchrony = 
       ASSERT_GT(d.result.head_stamp, 0u);
       expect_same(apply_op(oracle, d.spec), d.result, d.spec, "replay seed " + std::to_string(seed));
       if (::testing::Test::HasFailure()) {
-        for (int rr = 0; rr < ranks; ++rr)
-          std::printf("rank %d bounces %llu splits %llu fences %llu freed %llu\n", rr, (unsigned long long)s.at(rr).stats().bounces,
-                      (unsigned long long)s.at(rr).stats().splits, (unsigned long long)s.at(rr).stats().fences,
-                      (unsigned long long)s.at(rr).stats().nodes_freed);
-        std::printf("FAILED at stamp %llu op %d key %ld hi %ld got %zu keys\n", (unsigned long long)d.result.head_stamp,
-                    (int)d.spec.op, d.spec.key, d.spec.hi, d.result.keys.size());
-        for (auto k : d.result.keys) std::printf("%ld ", k);
-        std::printf("\n");
+        // The operations on the failing key, in head order, as the failure's context.
+        std::ostringstream context;
+        context << "at stamp " << d.result.head_stamp << " op " << static_cast<int>(d.spec.op) << " key " << d.spec.key
+                << " hi " << d.spec.hi << "; operations on that key:\n";
         for (auto& e : done)
           if (e.spec.key == d.spec.key || (e.spec.op == op_kind::range && e.spec.key <= d.spec.key && d.spec.key <= e.spec.hi))
-            std::printf("stamp %llu rank %d #%zu op %d key %ld st %d\n", (unsigned long long)e.result.head_stamp, e.rank,
-                        e.index, (int)e.spec.op, e.spec.key, (int)e.result.st);
+            context << "stamp " << e.result.head_stamp << " rank " << e.rank << " #" << e.index << " op "
+                    << static_cast<int>(e.spec.op) << " key " << e.spec.key << " st " << static_cast<int>(e.result.st)
+                    << "\n";
+        ADD_FAILURE() << context.str();
         return;
       }
     }
@@ -215,7 +214,7 @@ TEST_P(OrderedMapSim, TotalOrderMatchesReplayWhenForwardsAreSynchronous) {
     SCOPED_TRACE("asynchrony " + std::to_string(k));
     std::uint64_t synchronous = 0;
     total_order_replay(GetParam(), 128, k, mix::general, &synchronous);
-    if (GetParam() > 1) EXPECT_GT(synchronous, 0u) << "k throttled no node";
+    if (GetParam() > 1) { EXPECT_GT(synchronous, 0u) << "k throttled no node"; }
   }
 }
 
@@ -423,9 +422,8 @@ TEST_P(OrderedMapSim, ShortcutsThatGoStaleFailOverToTheHead) {
     EXPECT_TRUE(check_structure(s).empty());
     for (int r = 0; r < ranks; ++r) bounces += s.at(r).stats().bounces;
   }
-  std::printf("requests sent back by stale shortcuts: %llu\n", static_cast<unsigned long long>(bounces));
   // One rank handles every request at once: nothing can change under a waiting request.
-  if (ranks > 1) EXPECT_GT(bounces, 0u) << "no shortcut went stale: the test lost its point";
+  if (ranks > 1) { EXPECT_GT(bounces, 0u) << "no shortcut went stale: the test lost its point"; }
 }
 
 TEST_P(OrderedMapSim, MultiDimensionalRanges) {

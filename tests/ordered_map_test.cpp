@@ -159,7 +159,7 @@ TEST(OrderedMap, TotalOrderResultsEqualASequentialReplayInHeadOrder) {
   EXPECT_EQ(mismatches, 0);
   EXPECT_EQ(m.size(), oracle.size());
   for (auto& [k, v] : oracle)
-    if (k % shoal::size() == shoal::rank()) EXPECT_EQ(m.find(k), std::optional<long>(v));
+    if (k % shoal::size() == shoal::rank()) { EXPECT_EQ(m.find(k), std::optional<long>(v)); }
 }
 
 TEST(OrderedMap, SequentialConsistencyAnswersEachRankInIssueOrder) {
@@ -221,11 +221,11 @@ TEST(OrderedMap, RangesNeighboursAndFindsAgreeWithTheOracle) {
       EXPECT_EQ(got, want) << lo << ".." << hi;
       auto lb = m.lower_bound(lo);
       const long first = std::max(0L, (lo + 2) / 3);
-      if (first < n) EXPECT_EQ(lb, std::optional(std::pair{first * 3, first}));
-      else EXPECT_FALSE(lb);
+      if (first < n) { EXPECT_EQ(lb, std::optional(std::pair{first * 3, first})); }
+      else { EXPECT_FALSE(lb); }
       auto sc = m.successor(lo);
       const long next = lo < 0 ? 0 : lo / 3 + 1;
-      if (next < n) EXPECT_EQ(sc, std::optional(std::pair{next * 3, next}));
+      if (next < n) { EXPECT_EQ(sc, std::optional(std::pair{next * 3, next})); }
       EXPECT_EQ(m.find(lo), lo >= 0 && lo % 3 == 0 && lo / 3 < n ? std::optional<long>(lo / 3) : std::nullopt);
     }
     m.barrier();
@@ -332,7 +332,7 @@ TEST(OrderedMap, FloodsOfConcurrentRequestsDoNotDeadlock) {
     long removed = 0;
     for (auto& f : erased) removed += f.get() ? 1 : 0;
     // Without consistency an erase may overtake the insert of its key (then it finds nothing); otherwise never.
-    if (c != consistency::none) EXPECT_EQ(removed, (n + 2) / 3);
+    if (c != consistency::none) { EXPECT_EQ(removed, (n + 2) / 3); }
     const std::size_t size = m.size();
     EXPECT_EQ(size, static_cast<std::size_t>(shoal::allreduce(n - removed, shoal::op::sum{})));
   }

@@ -139,7 +139,7 @@ TEST(FastQueue, EmptyQueuePopsNothingAndStaysUsable) {
   shoal::barrier();  // size() is exact between phases: other ranks' failed claims are handed back by now
   EXPECT_TRUE(q.empty());
   shoal::barrier();
-  if (me() == 0) ASSERT_TRUE(q.push(value{7}));
+  if (me() == 0) { ASSERT_TRUE(q.push(value{7})); }
   shoal::barrier();
   if (me() == 0) {
     EXPECT_EQ(q.pop(), std::optional<value>(7));
@@ -281,7 +281,7 @@ TYPED_TEST(BothQueues, ResizeKeepsContents) {
     ASSERT_TRUE(q.push(five, shoal::promise::push));
   }
   shoal::barrier();
-  if (me() == 0) EXPECT_EQ(q.pop(*std::make_unique<std::vector<value>>(), 5, shoal::promise::pop), 5u);
+  if (me() == 0) { EXPECT_EQ(q.pop(*std::make_unique<std::vector<value>>(), 5, shoal::promise::pop), 5u); }
   shoal::barrier();
   q.resize(static_cast<std::size_t>(np()) * 2);
   EXPECT_EQ(q.capacity(), static_cast<std::size_t>(np()) * 2);
@@ -376,17 +376,20 @@ void push_then_pop_with(shoal::concurrency push_promise, shoal::concurrency pop_
   shoal::circular_queue<value> q(host, per_rank * static_cast<std::size_t>(np()));
   const bool active = !host_only || me() == host;
   const int pushers = host_only ? 1 : np();
+  bool pushed = true;
   if (active) {
     // The host alone pushes every rank's values in the local case.
-    for (int r = host_only ? 0 : me(); r < (host_only ? np() : me() + 1); ++r) {
+    for (int r = host_only ? 0 : me(); pushed && r < (host_only ? np() : me() + 1); ++r) {
       auto v = values_of(r, per_rank);
-      for (std::size_t i = 0; i < per_rank; i += 11) {
+      for (std::size_t i = 0; pushed && i < per_rank; i += 11) {
         const std::size_t n = std::min<std::size_t>(11, per_rank - i);
-        ASSERT_TRUE(q.push(std::span<const value>(v.data() + i, n), push_promise));
+        pushed = q.push(std::span<const value>(v.data() + i, n), push_promise);
       }
     }
   }
   (void)pushers;
+  // Every rank learns whether a push failed anywhere before the next collective, so all of them stop together.
+  ASSERT_TRUE(shoal::testing::all_ranks(pushed)) << "a push into a queue with room for every value was refused";
   shoal::barrier();
   EXPECT_EQ(q.size(), per_rank * static_cast<std::size_t>(np()));
   shoal::barrier();
@@ -501,7 +504,7 @@ TEST(CircularQueue, LocalPromiseOnTheHostOnly) {
   std::optional<value> v;
   if (me() == np() - 1) v = q.pop();
   shoal::barrier();
-  if (me() == np() - 1) EXPECT_EQ(v, std::optional<value>(3));
+  if (me() == np() - 1) { EXPECT_EQ(v, std::optional<value>(3)); }
   shoal::barrier();
 }
 
@@ -515,9 +518,9 @@ struct pair32 {
 
 TEST(CircularQueue, StructElements) {
   shoal::circular_queue<pair32> q(0, 8);
-  if (me() == np() - 1) ASSERT_TRUE(q.push(pair32{1, 2}));
+  if (me() == np() - 1) { ASSERT_TRUE(q.push(pair32{1, 2})); }
   shoal::barrier();
-  if (me() == 0) EXPECT_EQ(q.pop(), std::optional<pair32>(pair32{1, 2}));
+  if (me() == 0) { EXPECT_EQ(q.pop(), std::optional<pair32>(pair32{1, 2})); }
   shoal::barrier();
 }
 

@@ -24,8 +24,9 @@ inline void write_history(const std::vector<operation>& ops, const std::string& 
 
 enum class promise_kind { linearizable, sequentially_consistent };
 
-/// Collective: gathers `rec`'s history and, on rank 0, expects `model` to explain it under `promise`. Prints the
-/// size, the partitions, the search steps and the time. Returns the verdict on rank 0 (ok elsewhere).
+/// Collective: gathers `rec`'s history and, on rank 0, expects `model` to explain it under `promise`. Records the
+/// size, the partitions, the search steps and the time as test properties. Returns the verdict on rank 0 (ok
+/// elsewhere).
 template <class Model>
 verdict expect_history(const recorder& rec, const Model& model, const std::string& what,
                        promise_kind promise = promise_kind::linearizable, std::size_t max_steps = 5'000'000) {
@@ -39,9 +40,12 @@ verdict expect_history(const recorder& rec, const Model& model, const std::strin
   const check_result r = promise == promise_kind::linearizable ? check_linearizable(all, model, opts)
                                                                : check_sequentially_consistent(all, model, opts);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("[history] %s: %zu operations, %zu partitions, %zu steps, slack %.1f us, checked in %.1f ms: %s\n",
-              what.c_str(), r.operations, r.partitions, r.steps, static_cast<double>(opts.cross_client_slack_ns) / 1e3,
-              ms, name(r.outcome));
+  // The check's size and time go to the test's properties (--gtest_output=xml), not to the console.
+  char summary[256];
+  std::snprintf(summary, sizeof summary,
+                "%zu operations, %zu partitions, %zu steps, slack %.1f us, checked in %.1f ms: %s", r.operations,
+                r.partitions, r.steps, static_cast<double>(opts.cross_client_slack_ns) / 1e3, ms, name(r.outcome));
+  ::testing::Test::RecordProperty("history_" + what, summary);
   EXPECT_EQ(r.outcome, verdict::ok) << what << ": " << name(r.outcome) << "\n" << r.explanation;
   return r.outcome;
 }

@@ -18,8 +18,10 @@
 // across the job (checked at start with errors returned, not fatal), else by messages applied by the owner; other
 // hosts' atomics by messages applied by the owner, so that all atomics on a word are CPU atomics.
 //
-// Open MPI 4.1's vader BTL crashes in MPI_Win_flush after 64-bit MPI atomics when its CMA single-copy mechanism is
-// on; when shoal initialises MPI itself it sets OMPI_MCA_btl_vader_single_copy_mechanism=none unless the user set it.
+// MPI errors come back as shoal::mpi_error with MPI's error string: every communicator and window shoal makes has
+// MPI_ERRORS_RETURN. shoal never changes the process's environment; what it needs from MPI it checks at start and
+// reports with what to change (a thread level below MPI_THREAD_MULTIPLE when the progress thread is asked for,
+// Open MPI 4.1's vader CMA under SHOAL_FORCE_MPI: docs/core.md, "Known traps").
 #pragma once
 
 #include <mpi.h>
@@ -30,9 +32,11 @@
 #include <string>
 
 #include "shoal/core/detail/mpi_check.hpp"
+#include "shoal/core/detail/mpi_traps.hpp"
 #include "shoal/core/detail/path_setup.hpp"
 #include "shoal/core/detail/runtime.hpp"
 #include "shoal/core/detail/size_parse.hpp"
+#include "shoal/core/global_ptr.hpp"
 #include "shoal/core/paths.hpp"
 #include "shoal/core/team.hpp"
 
@@ -81,19 +85,19 @@ class environment {
     if (r->messages) r->messages->complete_puts(-1);
     // Waits with progress: a rank still finishing its last remote operations on this one is served meanwhile.
     MPI_Request req;
-    MPI_Ibarrier(r->comm, &req);
+    SHOAL_MPI(MPI_Ibarrier(r->comm, &req));
     detail::wait_request(req);
     r->progress_hooks.clear();  // they may refer to what free_paths frees
     detail::free_paths(*r);
-    if (r->node_comm != MPI_COMM_NULL) MPI_Comm_free(&r->node_comm);
-    MPI_Comm_free(&r->comm);
+    if (r->node_comm != MPI_COMM_NULL) SHOAL_MPI_CLEANUP(MPI_Comm_free(&r->node_comm));
+    SHOAL_MPI_CLEANUP(MPI_Comm_free(&r->comm));
     const bool owns = r->owns_mpi;
     delete r;
     detail::g_runtime = nullptr;
     detail::g_finalized = true;
     detail::world_team_storage() = team();
     detail::node_team_storage() = team();
-    if (owns) MPI_Finalize();
+    if (owns) SHOAL_MPI_CLEANUP(MPI_Finalize());
   }
 
   /// The path chosen for this run.
@@ -105,39 +109,49 @@ class environment {
       throw usage_error("shoal: a shoal::environment already exists; create exactly one per process");
     }
     int initialized = 0;
-    MPI_Initialized(&initialized);
+    SHOAL_MPI(MPI_Initialized(&initialized));
     auto* r = new detail::runtime;
     bool verbose = false;
     try {
       verbose = opts.verbose ? *opts.verbose : detail::env_flag("SHOAL_VERBOSE");
       if (!initialized) {
-        setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", /*overwrite=*/0);
         int provided = 0;
         SHOAL_MPI(MPI_Init_thread(argc, argv, opts.thread_level, &provided));
         r->owns_mpi = true;
       }
       SHOAL_MPI(MPI_Comm_dup(opts.comm, &r->comm));
-      MPI_Comm_rank(r->comm, &r->rank);
-      MPI_Comm_size(r->comm, &r->size);
+      // A duplicate inherits the user's error handler; shoal's own communicators return errors.
+      SHOAL_MPI(MPI_Comm_set_errhandler(r->comm, MPI_ERRORS_RETURN));
+      SHOAL_MPI(MPI_Comm_rank(r->comm, &r->rank));
+      SHOAL_MPI(MPI_Comm_size(r->comm, &r->size));
       SHOAL_MPI(MPI_Comm_split_type(r->comm, MPI_COMM_TYPE_SHARED, r->rank, MPI_INFO_NULL, &r->node_comm));
-      MPI_Comm_rank(r->node_comm, &r->node_rank);
-      MPI_Comm_size(r->node_comm, &r->node_size);
+      SHOAL_MPI(MPI_Comm_set_errhandler(r->node_comm, MPI_ERRORS_RETURN));
+      SHOAL_MPI(MPI_Comm_rank(r->node_comm, &r->node_rank));
+      SHOAL_MPI(MPI_Comm_size(r->node_comm, &r->node_size));
 
       const std::size_t requested =
           opts.heap_size ? *opts.heap_size : detail::env_size("SHOAL_HEAP_SIZE").value_or(default_heap_size);
       // Every rank uses the largest request so the heap is symmetric.
       std::uint64_t seg = requested;
-      MPI_Allreduce(MPI_IN_PLACE, &seg, 1, MPI_UINT64_T, MPI_MAX, r->comm);
+      SHOAL_MPI(MPI_Allreduce(MPI_IN_PLACE, &seg, 1, MPI_UINT64_T, MPI_MAX, r->comm));
+      // After the reduction, so that every rank stops here (a collective later would hang the ones that went on).
+      constexpr std::uint64_t max_segment = std::uint64_t{1} << global_ptr<std::byte>::offset_bits;
+      if (seg > max_segment) {
+        throw usage_error("shoal: a symmetric heap of " + std::to_string(seg) + " bytes per rank (SHOAL_HEAP_SIZE or "
+                          "options::heap_size, the largest of any rank) is more than the " +
+                          detail::format_size(max_segment) + " a global pointer can address; ask for less");
+      }
       seg = (seg + 4095) & ~std::uint64_t{4095};
       r->segment_size = seg;
 
       // One decision for the whole job: forced to MPI if any rank asks for it.
       int force_mpi = (opts.force_mpi_path ? *opts.force_mpi_path : detail::env_flag("SHOAL_FORCE_MPI")) ? 1 : 0;
-      MPI_Allreduce(MPI_IN_PLACE, &force_mpi, 1, MPI_INT, MPI_MAX, r->comm);
+      SHOAL_MPI(MPI_Allreduce(MPI_IN_PLACE, &force_mpi, 1, MPI_INT, MPI_MAX, r->comm));
       int force_messages =
           (opts.force_messages ? *opts.force_messages : detail::env_flag("SHOAL_FORCE_MESSAGES")) ? 1 : 0;
-      MPI_Allreduce(MPI_IN_PLACE, &force_messages, 1, MPI_INT, MPI_MAX, r->comm);
+      SHOAL_MPI(MPI_Allreduce(MPI_IN_PLACE, &force_messages, 1, MPI_INT, MPI_MAX, r->comm));
       detail::setup_paths(*r, seg, force_mpi != 0, force_messages != 0);
+      if (r->mpi_atomics) detail::check_mpi_atomics_usable(r->comm);
       detail::start_messages(*r, opts.progress_thread);
       r->heap.reset(seg);
     } catch (...) {
@@ -150,7 +164,7 @@ class environment {
     detail::world_team_storage() = team(r->comm);
     detail::node_team_storage() = team(r->node_comm);
     for (auto* hook : detail::start_hooks()) hook();
-    MPI_Barrier(r->comm);
+    SHOAL_MPI(MPI_Barrier(r->comm));
     if (r->rank == 0 && verbose) {
       std::fprintf(stderr, "shoal: %s\n", describe_paths().c_str());
     }

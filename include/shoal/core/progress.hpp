@@ -73,7 +73,7 @@ inline void wait_request(MPI_Request& req) {
   spin_waiter pause;
   int done = 0;
   for (;;) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    SHOAL_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
     if (done) return;
     pause();
   }

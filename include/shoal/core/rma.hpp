@@ -32,6 +32,7 @@
 #include <string>
 #include <type_traits>
 
+#include "shoal/core/checks.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/detail/mpi_type.hpp"
 #include "shoal/core/detail/remote_ops.hpp"
@@ -44,20 +45,31 @@ namespace shoal {
 
 namespace detail {
 
-/// Range checks on ranks and segment bounds; compiled in with SHOAL_CHECKS (Debug builds).
-inline void check_access([[maybe_unused]] const runtime& r, [[maybe_unused]] std::uint64_t raw,
-                         [[maybe_unused]] std::size_t bytes, [[maybe_unused]] const char* call) {
-#ifdef SHOAL_CHECKS
+/// The error of a failed check_access (kept out of line, so that the check itself stays two compares).
+[[noreturn, gnu::cold, gnu::noinline]] inline void bad_access(const runtime& r, std::uint64_t raw, std::size_t bytes,
+                                                              const char* call) {
   auto p = global_ptr<std::byte>::from_raw(raw);
   if (p.is_null()) throw usage_error(std::string("shoal::") + call + ": null global pointer");
   if (p.rank() < 0 || p.rank() >= r.size) {
     throw usage_error(std::string("shoal::") + call + ": rank " + std::to_string(p.rank()) + " is outside [0, " +
                       std::to_string(r.size) + ")");
   }
-  if (p.offset() + bytes > r.segment_size) {
-    throw usage_error(std::string("shoal::") + call + ": bytes [" + std::to_string(p.offset()) + ", " +
-                      std::to_string(p.offset() + bytes) + ") lie outside the segment of " +
-                      std::to_string(r.segment_size) + " bytes (SHOAL_HEAP_SIZE)");
+  throw usage_error(std::string("shoal::") + call + ": bytes [" + std::to_string(p.offset()) + ", " +
+                    std::to_string(p.offset() + bytes) + ") lie outside the segment of " +
+                    std::to_string(r.segment_size) + " bytes (SHOAL_HEAP_SIZE)");
+}
+
+/// Range checks on ranks and segment bounds: cheap checks, compiled in at SHOAL_CHECKS >= 1 (shoal/core/checks.hpp).
+/// One unsigned compare rejects null (rank field 0) and ranks past the job, one more bytes outside the segment.
+inline void check_access([[maybe_unused]] const runtime& r, [[maybe_unused]] std::uint64_t raw,
+                         [[maybe_unused]] std::size_t bytes, [[maybe_unused]] const char* call) {
+#if SHOAL_CHECKS >= 1
+  constexpr int shift = global_ptr<std::byte>::offset_bits;
+  const std::uint64_t rank = (raw >> shift) - 1;  // wraps to the maximum for null
+  const std::uint64_t offset = raw & global_ptr<std::byte>::offset_mask;
+  if (rank >= static_cast<std::uint64_t>(r.size) || offset > r.segment_size || bytes > r.segment_size - offset)
+      [[unlikely]] {
+    bad_access(r, raw, bytes, call);
   }
 #endif
 }

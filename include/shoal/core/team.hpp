@@ -2,8 +2,9 @@
 //
 // shoal::world() is every rank of the environment's communicator; shoal::node_team() the ranks of this node.
 // Collectives (barrier, broadcast, allreduce, allgather) must be called by every rank of the team; while they
-// wait they make progress, so active messages keep flowing. With SHOAL_CHECKS (Debug builds) every collective first
-// verifies that all ranks entered the same collective and reports a mismatch as shoal::usage_error.
+// wait they make progress, so active messages keep flowing. At SHOAL_CHECKS=2 (the Debug default,
+// shoal/core/checks.hpp) every collective first verifies that all ranks entered the same collective and reports a
+// mismatch as shoal::usage_error naming the calls of both sides.
 //
 // Cost: barrier B; broadcast / allreduce / allgather one MPI collective each (log p latency).
 #pragma once
@@ -17,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "shoal/core/checks.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/detail/mpi_type.hpp"
 #include "shoal/core/detail/runtime.hpp"
@@ -81,7 +83,7 @@ struct bytes_type {
     SHOAL_MPI(MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &type));
     SHOAL_MPI(MPI_Type_commit(&type));
   }
-  ~bytes_type() { MPI_Type_free(&type); }
+  ~bytes_type() { SHOAL_MPI_CLEANUP(MPI_Type_free(&type)); }
   bytes_type(const bytes_type&) = delete;
   bytes_type& operator=(const bytes_type&) = delete;
 };
@@ -92,8 +94,8 @@ class team {
  public:
   team() = default;
   explicit team(MPI_Comm comm) : comm_(comm) {
-    MPI_Comm_rank(comm, &rank_);
-    MPI_Comm_size(comm, &size_);
+    SHOAL_MPI(MPI_Comm_rank(comm, &rank_));
+    SHOAL_MPI(MPI_Comm_size(comm, &size_));
   }
 
   int rank() const noexcept { return rank_; }
@@ -162,7 +164,7 @@ class team {
     SHOAL_MPI(MPI_Op_create(&detail::user_reduce<T, Op>, /*commute=*/0, &mop));
     int rc = MPI_Iallreduce(&value, &out, 1, type.type, mop, comm_, &req);
     if (rc == MPI_SUCCESS) detail::wait_request(req);
-    MPI_Op_free(&mop);
+    SHOAL_MPI_CLEANUP(MPI_Op_free(&mop));
     detail::mpi_check(rc, "MPI_Iallreduce");
     return out;
   }
@@ -199,9 +201,11 @@ class team {
     }
   }
 
-  // With SHOAL_CHECKS, verifies that every rank entered the same collective (by name).
+  // At SHOAL_CHECKS=2, verifies that every rank entered the same collective: the minimum and the maximum of a hash of
+  // the call's name agree only if every rank called the same one. On a mismatch (every rank sees it) the names
+  // themselves are exchanged, so the error says which rank called what.
   void check_collective([[maybe_unused]] const char* name) const {
-#ifdef SHOAL_CHECKS
+#if SHOAL_CHECKS >= 2
     std::uint64_t h = 1469598103934665603ull;
     for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
     std::int64_t mine[2] = {static_cast<std::int64_t>(h >> 1), -static_cast<std::int64_t>(h >> 1)};
@@ -210,10 +214,24 @@ class team {
     MPI_Request req;
     SHOAL_MPI(MPI_Iallreduce(mine, agg, 2, MPI_INT64_T, MPI_MIN, comm_, &req));
     detail::wait_request(req);
-    if (agg[0] != -agg[1]) {
-      throw usage_error(std::string("shoal: collective mismatch: rank ") + std::to_string(rank_) + " called " + name +
-                        " while another rank of the team called a different collective");
+    if (agg[0] == -agg[1]) return;
+    constexpr std::size_t width = 32;
+    char own[width] = {};
+    std::string(name).copy(own, width - 1);
+    std::vector<char> all(width * static_cast<std::size_t>(size_));
+    SHOAL_MPI(MPI_Iallgather(own, width, MPI_CHAR, all.data(), width, MPI_CHAR, comm_, &req));
+    detail::wait_request(req);
+    std::string other = "a different collective";
+    for (int r = 0; r < size_; ++r) {
+      const std::string theirs(all.data() + width * static_cast<std::size_t>(r));
+      if (theirs != name) {
+        other = theirs + " on rank " + std::to_string(r);
+        break;
+      }
     }
+    throw usage_error(std::string("shoal: collective mismatch on a team of ") + std::to_string(size_) +
+                      " ranks: rank " + std::to_string(rank_) + " called " + name + " while " + other +
+                      " was called; every rank of a team must call the same collectives in the same order");
 #endif
   }
 

@@ -109,6 +109,7 @@ class engine {
   engine() : run_(++runs_started()), rt_(&shoal::detail::rt()) {
     auto& r = *rt_;
     SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
+    SHOAL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     me_ = r.rank;
     size_ = r.size;
     out_.resize(static_cast<std::size_t>(size_));
@@ -125,8 +126,8 @@ class engine {
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
   ~engine() {
-    for (auto& req : requests_) MPI_Request_free(&req);  // only reached after a failed drain
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    for (auto& req : requests_) SHOAL_MPI_CLEANUP(MPI_Request_free(&req));  // only reached after a failed drain
+    if (comm_ != MPI_COMM_NULL) SHOAL_MPI_CLEANUP(MPI_Comm_free(&comm_));
   }
 
   int rank() const { return me_; }
@@ -316,7 +317,7 @@ class engine {
                    me_, live_rpcs_);
     }
     if (!requests_.empty()) {
-      MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+      SHOAL_MPI_CLEANUP(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
       requests_.clear();
     }
   }
@@ -429,7 +430,7 @@ class engine {
     SHOAL_MPI(MPI_Improbe(MPI_ANY_SOURCE, tag, comm_, &flag, &msg, &status));
     if (!flag) return released;
     int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
+    SHOAL_MPI(MPI_Get_count(&status, MPI_BYTE, &count));
     block b;
     if (static_cast<std::size_t>(count) <= buffer_size_) {
       b = take_block();

@@ -53,7 +53,7 @@ class synchronized_clock {
         }
       }
     }
-    MPI_Comm_free(&comm);
+    SHOAL_MPI(MPI_Comm_free(&comm));
     error_bound_ns_ = world().allreduce((best_rtt + 1) / 2, op::max{});
   }
 

@@ -41,12 +41,12 @@ struct request_state : future_state<V> {
   bool test() override {
     if (this->done) return true;
     int flag = 0;
-    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    SHOAL_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
     if (flag) this->set_value(std::move(buffer));
     return flag != 0;
   }
   ~request_state() override {
-    if (req != MPI_REQUEST_NULL) MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (req != MPI_REQUEST_NULL) SHOAL_MPI_CLEANUP(MPI_Wait(&req, MPI_STATUS_IGNORE));
   }
 };
 
@@ -60,17 +60,17 @@ class remote_ops {
   /// Collective over `comm` (duplicated). `base` is this rank's segment of `segment_size` bytes.
   remote_ops(MPI_Comm comm, std::byte* base, std::size_t segment_size) : base_(base), segment_size_(segment_size) {
     SHOAL_MPI(MPI_Comm_dup(comm, &comm_));
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    SHOAL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     void* attr = nullptr;
     int found = 0;
-    MPI_Comm_get_attr(comm_, MPI_TAG_UB, &attr, &found);
+    SHOAL_MPI(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &attr, &found));
     const int ub = found ? *static_cast<int*>(attr) : 32767;
     max_tag_ = ub < (1 << 20) ? ub : (1 << 20);
     MPI_Comm_rank(comm_, &me_);
   }
   ~remote_ops() {
     complete_puts(-1);
-    MPI_Comm_free(&comm_);
+    SHOAL_MPI_CLEANUP(MPI_Comm_free(&comm_));
   }
   remote_ops(const remote_ops&) = delete;
   remote_ops& operator=(const remote_ops&) = delete;
@@ -138,14 +138,14 @@ class remote_ops {
       for (auto& p : puts_) {
         if (!p || (target >= 0 && p->target != target)) continue;
         int done = 0;
-        MPI_Testall(2, p->reqs, &done, MPI_STATUSES_IGNORE);
+        SHOAL_MPI(MPI_Testall(2, p->reqs, &done, MPI_STATUSES_IGNORE));
         if (done) p.reset();
         else left = true;
       }
       std::erase(puts_, nullptr);
       if (!left) return;
       if (!g_runtime) {  // finalizing: nothing to serve with, just wait
-        for (auto& p : puts_) MPI_Waitall(2, p->reqs, MPI_STATUSES_IGNORE);
+        for (auto& p : puts_) SHOAL_MPI_CLEANUP(MPI_Waitall(2, p->reqs, MPI_STATUSES_IGNORE));
         puts_.clear();
         return;
       }
@@ -163,12 +163,15 @@ class remote_ops {
       int flag = 0;
       MPI_Message msg;
       MPI_Status status;
-      MPI_Improbe(MPI_ANY_SOURCE, request_tag, comm_, &flag, &msg, &status);
+      if (const int rc = MPI_Improbe(MPI_ANY_SOURCE, request_tag, comm_, &flag, &msg, &status); rc != MPI_SUCCESS) {
+        serving_.clear(std::memory_order_release);
+        mpi_check(rc, "MPI_Improbe (remote operations)");
+      }
       if (!flag) break;
       int count = 0;
-      MPI_Get_count(&status, MPI_BYTE, &count);
+      SHOAL_MPI(MPI_Get_count(&status, MPI_BYTE, &count));
       inbox_.resize(static_cast<std::size_t>(count));
-      MPI_Mrecv(inbox_.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+      SHOAL_MPI(MPI_Mrecv(inbox_.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
       apply(status.MPI_SOURCE, static_cast<std::size_t>(count));
     }
     serving_.clear(std::memory_order_release);
@@ -219,7 +222,7 @@ class remote_ops {
 
   int my_rank() const {
     int r = 0;
-    MPI_Comm_rank(comm_, &r);
+    SHOAL_MPI_CLEANUP(MPI_Comm_rank(comm_, &r));
     return r;
   }
 

@@ -13,23 +13,24 @@
 
 namespace shoal::detail {
 
-/// Parses "4096", "64K", "512M", "2G" (binary multiples, optional trailing "B"/"iB"). Throws usage_error naming
-/// `setting` on malformed text and on a size that does not fit in std::size_t.
+/// Parses "4096", "64K", "512M", "2G", "1T" (binary multiples, optional trailing "B"/"iB"). Throws usage_error naming
+/// `setting`, the text and what is accepted on malformed text and on a size that does not fit in 64 bits.
 inline std::size_t parse_size(std::string_view text, std::string_view setting) {
-  auto fail = [&](const char* why) {
-    throw usage_error(std::string(setting) + "=\"" + std::string(text) + "\" " + why);
+  const auto fail = [&](const char* why) {
+    return usage_error(std::string(setting) + "=\"" + std::string(text) + "\" " + why +
+                       "; write a number of bytes with an optional unit K, M, G or T (binary multiples), e.g. 4096, "
+                       "64K, 512M or 2G");
   };
-  constexpr std::uint64_t most = std::numeric_limits<std::size_t>::max();
+  constexpr std::uint64_t max = std::numeric_limits<std::size_t>::max();
   std::size_t i = 0;
   std::uint64_t value = 0;
-  bool too_large = false;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
     const auto digit = static_cast<std::uint64_t>(text[i] - '0');
-    too_large = too_large || value > (most - digit) / 10;
-    if (!too_large) value = value * 10 + digit;
+    if (value > (max - digit) / 10) throw fail("is too large (more than 2^64 - 1 bytes)");
+    value = value * 10 + digit;
     ++i;
   }
-  if (i == 0) fail("is not a size; write e.g. 4096, 64K, 512M or 2G");
+  if (i == 0) throw fail("is not a size");
   std::string_view rest = text.substr(i);
   std::uint64_t mult = 1;
   if (!rest.empty()) {
@@ -39,14 +40,21 @@ inline std::size_t parse_size(std::string_view text, std::string_view setting) {
       case 'G': mult = 1ull << 30; break;
       case 'T': mult = 1ull << 40; break;
       case 'B': mult = 1; break;
-      default: fail("has an unknown unit; use K, M, G or T");
+      default: throw fail("has an unknown unit");
     }
     rest.remove_prefix(1);
     if (rest == "iB" || rest == "ib" || rest == "B" || rest == "b") rest = {};
-    if (!rest.empty()) fail("has trailing characters");
+    if (!rest.empty()) throw fail("has trailing characters");
   }
-  if (too_large || value > most / mult) fail("is too large a size");
+  if (value > max / mult) throw fail("is too large (more than 2^64 - 1 bytes)");
   return static_cast<std::size_t>(value * mult);
+}
+
+/// The value of environment variable `name` parsed as a size, if set and non-empty.
+inline std::optional<std::size_t> env_size(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return parse_size(v, name);
 }
 
 /// A boolean setting's text: 1/0, on/off, yes/no, true/false (any case); anything else throws usage_error naming
@@ -58,13 +66,6 @@ inline bool parse_flag(std::string_view text, std::string_view setting) {
   if (s == "0" || s == "off" || s == "no" || s == "false") return false;
   throw usage_error(std::string(setting) + "=\"" + std::string(text) +
                     "\" is not a boolean; use 1/0, on/off, yes/no or true/false");
-}
-
-/// The value of environment variable `name` parsed as a size, if set and non-empty.
-inline std::optional<std::size_t> env_size(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return parse_size(v, name);
 }
 
 /// A boolean setting: unset or empty is false; otherwise parse_flag's spellings.
