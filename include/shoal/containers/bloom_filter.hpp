@@ -7,10 +7,12 @@
 // was set already; find reads the block with one get.
 //
 // Operations and costs (A remote atomic, R remote read, B barrier):
-//   bloom_filter(bits, k)   collective  allocate and clear (bits rounded up to whole 64-bit blocks)   B
+//   bloom_filter(bits, k, opts = {}, team = world())
+//                           collective  allocate and clear (bits rounded up to whole 64-bit blocks)   B
+//   ~bloom_filter           collective  then each rank frees its blocks (no-op after finalize)         B
 //   insert(v)               no          fetch_or of the mask; true when v was (probably) present        A
 //   find(v)                 no          get of the block; true when v is probably present              R
-//   owner(v)                no          the rank holding v's block                                 local
+//   owner(v)                no          the team rank holding v's block                            local
 //   clear()                 collective  zero every block                                           2B + local
 //   expected_false_positive_rate(n)     the theory of this blocked filter after n distinct inserts    local
 //
@@ -40,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/hash.hpp"
 #include "shoal/core/heap.hpp"
@@ -57,29 +60,30 @@ class bloom_filter {
  public:
   static constexpr unsigned block_bits = 64;
 
-  /// Collective: a filter of at least `bits` bits; each value sets `k` bits of its block.
-  bloom_filter(std::size_t bits, unsigned k, bloom_filter_options opts = {}) : k_(k), seed_(opts.seed) {
+  /// Collective over `team`: a filter of at least `bits` bits; each value sets `k` bits of its block.
+  bloom_filter(std::size_t bits, unsigned k, bloom_filter_options opts = {},
+               const shoal::team& team = shoal::world())
+      : reg_(team, "bloom_filter"), k_(k), seed_(opts.seed) {
     if (bits == 0) throw usage_error("shoal::bloom_filter: bits must be positive");
     if (k == 0 || k > block_bits) throw usage_error("shoal::bloom_filter: k must be in [1, 64]");
-    const auto p = static_cast<std::size_t>(shoal::size());
+    const auto p = static_cast<std::size_t>(team.size());
     blocks_ = (bits + block_bits - 1) / block_bits;
     per_rank_ = (blocks_ + p - 1) / p;
-    parts_ = allocate_collective<std::uint64_t>(per_rank_);
+    parts_ = reg_.allocate_collective<std::uint64_t>(per_rank_);
     clear_local();
-    barrier();
-  }
-  ~bloom_filter() {
-    if (!parts_.empty()) deallocate(parts_[static_cast<std::size_t>(shoal::rank())]);
+    team.barrier();
   }
   bloom_filter(bloom_filter&& o) noexcept
-      : k_(o.k_), seed_(o.seed_), blocks_(o.blocks_), per_rank_(o.per_rank_), parts_(std::exchange(o.parts_, {})) {}
+      : reg_(std::move(o.reg_)), k_(o.k_), seed_(o.seed_), blocks_(o.blocks_), per_rank_(o.per_rank_),
+        parts_(std::exchange(o.parts_, {})) {}
   bloom_filter(const bloom_filter&) = delete;
   bloom_filter& operator=(const bloom_filter&) = delete;
   bloom_filter& operator=(bloom_filter&&) = delete;
 
   std::size_t bits() const { return blocks_ * block_bits; }
+  const shoal::team& team() const noexcept { return reg_.team(); }
   /// The rank that holds v's block.
-  int owner(const T& v) const { return locate(v).where.rank(); }
+  int owner(const T& v) const { return team().from_world(locate(v).where.rank()); }
   std::size_t blocks() const { return blocks_; }
   unsigned k() const { return k_; }
 
@@ -97,14 +101,16 @@ class bloom_filter {
 
   /// Collective: empties the filter.
   void clear() {
-    barrier();
+    reg_.check();
+    team().barrier();
     clear_local();
-    barrier();
+    team().barrier();
   }
 
   /// This rank's blocks (read locally; exact when no insert is in flight).
   std::vector<std::uint64_t> local_blocks() const {
-    const auto me = static_cast<std::size_t>(shoal::rank());
+    reg_.check();
+    const auto me = static_cast<std::size_t>(reg_.rank());
     const auto first = me * per_rank_;
     const auto n = first >= blocks_ ? 0 : std::min(per_rank_, blocks_ - first);
     const std::uint64_t* base = parts_[me].local();
@@ -158,6 +164,7 @@ class bloom_filter {
   };
 
   location locate(const T& v) const {
+    reg_.check();
     const std::uint64_t h = hash_value(v, seed_);
     const auto block = static_cast<std::size_t>((static_cast<unsigned __int128>(h) * blocks_) >> 64);
     const auto r = block / per_rank_;
@@ -172,9 +179,10 @@ class bloom_filter {
   }
 
   void clear_local() {
-    std::memset(parts_[static_cast<std::size_t>(shoal::rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
+    std::memset(parts_[static_cast<std::size_t>(reg_.rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
   }
 
+  detail::registration reg_;
   unsigned k_;
   std::uint64_t seed_;
   std::size_t blocks_ = 0;

@@ -61,7 +61,7 @@ class hash_map_buffer {
 
   /// Collective.
   explicit hash_map_buffer(hash_map<K, V>& map, hash_map_buffer_options opts = {})
-      : map_(map), exchange_(opts.message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer") {}
+      : map_(map), exchange_(opts.message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer", map.team()) {}
 
   /// Buffers an insert (applied at flush(); the first record of a key wins).
   void insert(const key_type& key, const mapped_type& value) { append(insert_op, key, value); }

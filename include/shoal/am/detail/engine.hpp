@@ -101,7 +101,7 @@ class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
 
-  engine() : run_(++runs_started()), rt_(&shoal::detail::rt()) {
+  engine() : run_(shoal::detail::rt().run), rt_(&shoal::detail::rt()) {
     auto& r = *rt_;
     SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
     me_ = r.rank;
@@ -455,11 +455,6 @@ class engine {
   }
 
   [[noreturn]] static void throw_corrupt() { throw error("shoal::am: malformed message group (corrupt stream)"); }
-
-  static std::uint64_t& runs_started() {
-    static std::uint64_t n = 0;
-    return n;
-  }
 
   std::uint64_t run_;
   shoal::detail::runtime* rt_;  // outlives the engine (which its finalize hook deletes)
