@@ -52,7 +52,7 @@ class array {
 
   /// Collective over `team`: every rank of the team passes the same host (a team rank) and size.
   array(int host, std::size_t size, const shoal::team& team = shoal::world())
-      : reg_(team, "array"), block_(reg_, host, std::max<std::size_t>(size, 1)), size_(size) {
+      : reg_(team, "shoal::array"), block_(reg_, host, std::max<std::size_t>(size, 1)), size_(size) {
     if (block_.on_this_rank()) std::fill_n(block_.local(), size_, T{});
     team.barrier();
   }

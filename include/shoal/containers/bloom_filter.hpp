@@ -63,7 +63,7 @@ class bloom_filter {
   /// Collective over `team`: a filter of at least `bits` bits; each value sets `k` bits of its block.
   bloom_filter(std::size_t bits, unsigned k, bloom_filter_options opts = {},
                const shoal::team& team = shoal::world())
-      : reg_(team, "bloom_filter"), k_(k), seed_(opts.seed) {
+      : reg_(team, "shoal::bloom_filter"), k_(k), seed_(opts.seed) {
     if (bits == 0) throw usage_error("shoal::bloom_filter: bits must be positive");
     if (k == 0 || k > block_bits) throw usage_error("shoal::bloom_filter: k must be in [1, 64]");
     const auto p = static_cast<std::size_t>(team.size());

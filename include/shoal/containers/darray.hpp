@@ -55,7 +55,7 @@ class darray {
 
   /// Collective over `team`: every rank of the team passes the same size.
   explicit darray(std::size_t size, const shoal::team& team = shoal::world())
-      : reg_(team, "darray"), size_(size),
+      : reg_(team, "shoal::darray"), size_(size),
         block_(std::max<std::size_t>(1, (size + static_cast<std::size_t>(team.size()) - 1) /
                                             static_cast<std::size_t>(team.size()))),
         blocks_(reg_.allocate_collective<T>(block_)) {

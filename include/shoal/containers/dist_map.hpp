@@ -77,7 +77,9 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
   using mapped_type = V;
 
   /// Collective.
-  explicit dist_map(const dist_map_options& options = {}) : base(options, "shoal::dist_map") {}
+  /// Collective over `team` (every rank of the team passes the same options; servers are team ranks).
+  explicit dist_map(const dist_map_options& options = {}, const shoal::team& team = shoal::world())
+      : base(options, "shoal::dist_map", team) {}
 
   // ---- single operations -----------------------------------------------------------------------------------------
 

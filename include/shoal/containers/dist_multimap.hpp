@@ -58,7 +58,9 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   using mapped_type = V;
 
   /// Collective.
-  explicit dist_multimap(const dist_map_options& options = {}) : base(options, "shoal::dist_multimap") {}
+  /// Collective over `team` (every rank of the team passes the same options; servers are team ranks).
+  explicit dist_multimap(const dist_map_options& options = {}, const shoal::team& team = shoal::world())
+      : base(options, "shoal::dist_multimap", team) {}
 
   // ---- single operations -----------------------------------------------------------------------------------------
 

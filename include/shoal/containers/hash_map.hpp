@@ -119,7 +119,7 @@ class hash_map {
 
   /// Collective: a table of `capacity` buckets in total.
   explicit hash_map(std::size_t capacity, hash_map_options opts = {}, const shoal::team& team = shoal::world())
-      : seed_(opts.seed), reg_(team, "hash_map") {
+      : seed_(opts.seed), reg_(team, "shoal::hash_map") {
     if (capacity == 0) throw usage_error("shoal::hash_map: capacity must be positive");
     if (uses_blobs) blobs_ = std::make_unique<detail::blob_heap>(team);
     allocate_parts(capacity);

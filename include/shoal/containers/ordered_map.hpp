@@ -15,7 +15,7 @@
 //   wait()                                     this rank's operations all complete
 //   size()            COLLECTIVE               key-values in the map (after a quiescence barrier)
 //   set_consistency(c) / set_asynchrony(k)  COLLECTIVE  change the semantics / k between quiescent points
-//   ordered_map(opts) / ~ordered_map()  COLLECTIVE
+//   ordered_map(opts = {}, team = world()) / ~ordered_map()  COLLECTIVE (team: world() only, else usage_error)
 //
 // Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
@@ -65,6 +65,7 @@
 #include <vector>
 
 #include "shoal/am.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/containers/detail/ordered_map/key_range.hpp"
 #include "shoal/containers/detail/ordered_map/options.hpp"
 #include "shoal/containers/detail/ordered_map/service.hpp"
@@ -76,15 +77,11 @@ namespace shoal {
 
 namespace detail::ordered_map {
 
-/// Services by instance number (every rank creates its ordered_maps in the same order: the numbers agree).
-inline std::vector<std::function<void(std::span<const std::byte>)>>& instances() {
-  static std::vector<std::function<void(std::span<const std::byte>)>> all;
-  return all;
-}
+using deliver_function = std::function<void(std::span<const std::byte>)>;
 
+/// Messages name their map by its handler slot (shoal::detail::registration).
 inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) {
-  auto& all = instances();
-  if (instance < all.size() && all[instance]) all[instance](bytes);
+  if (auto* deliver = static_cast<deliver_function*>(shoal::detail::handler_target(instance))) (*deliver)(bytes);
 }
 
 }  // namespace detail::ordered_map
@@ -100,13 +97,21 @@ class ordered_map {
   using operation = detail::ordered_map::op_spec<K, V>;
   using operation_result = detail::ordered_map::op_result<K, V>;
 
-  /// COLLECTIVE.
-  explicit ordered_map(const ordered_map_options& opts = {}) : opts_(opts) {
+  /// COLLECTIVE over `team`, which must be world() (or a team of every rank in world order): the map's service
+  /// completes its operations with shoal::am's quiescence barrier, which spans every rank of the environment.
+  explicit ordered_map(const ordered_map_options& opts = {}, const shoal::team& team = shoal::world())
+      : reg_(team, "shoal::ordered_map"), opts_(opts) {
+    if (!team.is_world()) {
+      throw usage_error("shoal::ordered_map: runs on every rank of the environment only (its operations complete "
+                        "with shoal::am's quiescence barrier, which spans all ranks); construct it on "
+                        "shoal::world(), or use shoal::dist_map on a sub-team");
+    }
     if (opts.granularity < 2) throw usage_error("shoal::ordered_map: granularity must be at least 2");
     if (opts.max_height < 1 || opts.max_height > 64) throw usage_error("shoal::ordered_map: max_height in 1..64");
     if (!(opts.tower_p > 0 && opts.tower_p < 1)) throw usage_error("shoal::ordered_map: tower_p in (0, 1)");
-    auto& all = detail::ordered_map::instances();
-    id_ = static_cast<std::uint32_t>(all.size());
+    deliver_ = [this](std::span<const std::byte> bytes) { service_->deliver(bytes); };
+    reg_.register_target(&deliver_);
+    id_ = reg_.slot();
     detail::ordered_map::transport net;
     net.rank = shoal::rank();
     net.ranks = shoal::size();
@@ -116,21 +121,22 @@ class ordered_map {
     };
     net.flush = [] { shoal::am::flush(); };
     service_ = std::make_unique<service_type>(opts, std::move(net));
-    all.push_back([svc = service_.get()](std::span<const std::byte> bytes) { svc->deliver(bytes); });
-    shoal::barrier();
+    team.barrier();
   }
 
   ordered_map(const ordered_map&) = delete;
   ordered_map& operator=(const ordered_map&) = delete;
 
-  /// COLLECTIVE: waits for this rank's operations, then for every message everywhere.
+  /// COLLECTIVE: waits for this rank's operations, then for every message everywhere; then reg_ frees the handler
+  /// slot. Nothing after the environment has ended (docs/design.md, "Lifetime").
   ~ordered_map() {
+    if (!shoal::detail::run_is_live(reg_.run())) return;
     try {
       wait();
       shoal::am::barrier();
     } catch (...) {
     }
-    detail::ordered_map::instances()[id_] = nullptr;
+    reg_.release();  // before the service is destroyed
   }
 
   // ---- operations ------------------------------------------------------------------------------------------------
@@ -263,6 +269,7 @@ class ordered_map {
 
   template <class T, class Convert>
   future<T> submit(const operation& op, Convert convert) {
+    reg_.check();
     auto state = std::make_shared<typename future<T>::state_type>();
     auto done = [state, convert](operation_result&& r) {
       if (r.st == detail::ordered_map::status::list_full) {
@@ -277,8 +284,10 @@ class ordered_map {
     return future<T>(std::move(state));
   }
 
+  shoal::detail::registration reg_;  // the team, the run and the handler slot
   ordered_map_options opts_;
   std::uint32_t id_ = 0;
+  detail::ordered_map::deliver_function deliver_;
   std::unique_ptr<service_type> service_;
 };
 

@@ -89,7 +89,7 @@ class hosted_ring {
 
   /// Collective over `team`: team rank `host` allocates the counters and `capacity` slots.
   hosted_ring(int host, std::size_t capacity, const char* container, const shoal::team& team)
-      : container_(container), reg_(team, container) {
+      : container_(container), reg_(team, std::string("shoal::") + container) {
     check_capacity(capacity);
     control_ = hosted_allocation<position>(reg_, host, word_count);
     data_ = hosted_allocation<T>(reg_, host, capacity);

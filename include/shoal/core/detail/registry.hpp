@@ -11,6 +11,9 @@
 //     and the slots went with the environment, and a later environment's heap never receives a free of them.
 //   - check() throws usage_error when the container belongs to another run (made before a finalize, used after a
 //     new environment started) or was moved from.
+//   - A container that receives messages calls release() in its destructor's body, once its own operations are
+//     complete: the barrier then runs while every member still exists (other ranks' last messages are served), and
+//     the slot is empty before any member is destroyed.
 //   - Handler slots are agreed over the team (the lowest slot free on every rank of the team), so the same container
 //     has the same slot on each of its ranks even when its ranks also belong to other teams.
 #pragma once
@@ -41,15 +44,16 @@ class registration {
   registration() = default;
 
   /// Collective over `t` (no communication): a container named `name` on team `t` of the running environment.
-  registration(const team& t, const char* name) : team_(t), run_(t.run()), name_(name) {
+  /// `name` starts every error message ("shoal::array").
+  registration(const team& t, std::string name) : team_(t), run_(t.run()), name_(std::move(name)) {
     if (!t.valid()) {
-      throw usage_error(std::string("shoal::") + name +
+      throw usage_error(name_ +
                         ": the team is empty on this rank (a rank that split itself out with a negative color "
                         "holds no team); construct containers of a team only on its ranks");
     }
     if (!run_is_live(run_)) {
       rt();  // "not initialized" / "finalized"
-      throw usage_error(std::string("shoal::") + name +
+      throw usage_error(name_ +
                         ": the team belongs to an environment that has ended; make teams in the running one");
     }
   }
@@ -57,7 +61,7 @@ class registration {
   registration(const registration&) = delete;
   registration& operator=(const registration&) = delete;
   registration(registration&& o) noexcept
-      : team_(std::move(o.team_)), run_(std::exchange(o.run_, 0)), name_(o.name_),
+      : team_(std::move(o.team_)), run_(std::exchange(o.run_, 0)), name_(std::move(o.name_)),
         blocks_(std::exchange(o.blocks_, {})), slot_(std::exchange(o.slot_, no_slot)) {
     o.team_ = shoal::team();
   }
@@ -66,7 +70,7 @@ class registration {
       release();
       team_ = std::exchange(o.team_, shoal::team());
       run_ = std::exchange(o.run_, 0);
-      name_ = o.name_;
+      name_ = std::move(o.name_);
       blocks_ = std::exchange(o.blocks_, {});
       slot_ = std::exchange(o.slot_, no_slot);
     }
@@ -80,7 +84,7 @@ class registration {
   /// Ranks of the container's team.
   int size() const noexcept { return team_.size(); }
   std::uint64_t run() const noexcept { return run_; }
-  const char* name() const noexcept { return name_; }
+  const std::string& name() const noexcept { return name_; }
   bool empty() const noexcept { return run_ == 0; }
 
   /// Throws usage_error unless the container belongs to the running environment.
@@ -114,8 +118,8 @@ class registration {
     }
     raw = team_.broadcast(raw, host);
     if (raw == 0) {
-      throw heap_exhausted(!why.empty() ? std::string("shoal::") + name_ + ": " + why
-                                        : std::string("shoal::") + name_ + ": host rank " + std::to_string(host) +
+      throw heap_exhausted(!why.empty() ? name_ + ": " + why
+                                        : name_ + ": host rank " + std::to_string(host) +
                                               " cannot allocate " + format_size(n * sizeof(T)) +
                                               "; raise SHOAL_HEAP_SIZE or shoal::options::heap_size");
     }
@@ -156,8 +160,8 @@ class registration {
       while (free < table.size() && table[free] != nullptr) ++free;
       const auto hi = team_.allreduce(free, op::max{});
       const auto lo = team_.allreduce(free, op::min{});
-      if (hi == lo) break;
       candidate = hi;
+      if (hi == lo) break;  // free on every rank of the team
     }
     while (table.size() <= candidate) table.push_back(nullptr);
     table[candidate] = target;
@@ -189,7 +193,7 @@ class registration {
   /// Throws usage_error unless `host` is a rank of the team (the same check on every rank, so all throw alike).
   void check_host(int host) const {
     if (host < 0 || host >= team_.size()) {
-      throw usage_error(std::string("shoal::") + name_ + ": host rank " + std::to_string(host) +
+      throw usage_error(name_ + ": host rank " + std::to_string(host) +
                         " is outside the team of " + std::to_string(team_.size()) + " ranks");
     }
   }
@@ -197,18 +201,18 @@ class registration {
  private:
   [[noreturn]] void throw_unusable() const {
     if (run_ == 0) {
-      throw usage_error(std::string("shoal::") + name_ +
+      throw usage_error(name_ +
                         ": this handle was moved from (or never constructed); use the object it was moved to");
     }
     if (g_runtime == nullptr) rt();  // "not initialized" / "finalized"
-    throw usage_error(std::string("shoal::") + name_ + ": made in environment run " + std::to_string(run_) +
+    throw usage_error(name_ + ": made in environment run " + std::to_string(run_) +
                       ", used in run " + std::to_string(g_runtime->run) +
                       "; a container belongs to the environment it was made in (its memory went with it)");
   }
 
   shoal::team team_;
   std::uint64_t run_ = 0;
-  const char* name_ = "container";
+  std::string name_ = "shoal container";  // "shoal::array", ...: the prefix of every error message
   std::vector<std::uint64_t> blocks_;  // raw global pointers of this rank's blocks
   std::uint32_t slot_ = no_slot;
 };
