@@ -15,7 +15,7 @@
 //   wait()                                     this rank's operations all complete
 //   size()            COLLECTIVE               key-values in the map (after a quiescence barrier)
 //   set_consistency(c) / set_asynchrony(k)  COLLECTIVE  change the semantics / k between quiescent points
-//   ordered_map(opts = {}, team = world()) / ~ordered_map()  COLLECTIVE (team: world() only, else usage_error)
+//   ordered_map(opts = {}, team = world()) / ~ordered_map()  COLLECTIVE over the team
 //
 // Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
@@ -97,15 +97,10 @@ class ordered_map {
   using operation = detail::ordered_map::op_spec<K, V>;
   using operation_result = detail::ordered_map::op_result<K, V>;
 
-  /// COLLECTIVE over `team`, which must be world() (or a team of every rank in world order): the map's service
-  /// completes its operations with shoal::am's quiescence barrier, which spans every rank of the environment.
+  /// COLLECTIVE over `team`: the map's nodes live on the team's ranks; its messages carry the team's id, so its
+  /// quiescence barriers (barrier(), size(), the destructor) wait for the team's messages among its ranks only.
   explicit ordered_map(const ordered_map_options& opts = {}, const shoal::team& team = shoal::world())
       : reg_(team, "shoal::ordered_map"), opts_(opts) {
-    if (!team.is_world()) {
-      throw usage_error("shoal::ordered_map: runs on every rank of the environment only (its operations complete "
-                        "with shoal::am's quiescence barrier, which spans all ranks); construct it on "
-                        "shoal::world(), or use shoal::dist_map on a sub-team");
-    }
     if (opts.granularity < 2) throw usage_error("shoal::ordered_map: granularity must be at least 2");
     if (opts.max_height < 1 || opts.max_height > 64) throw usage_error("shoal::ordered_map: max_height in 1..64");
     if (!(opts.tower_p > 0 && opts.tower_p < 1)) throw usage_error("shoal::ordered_map: tower_p in (0, 1)");
@@ -113,11 +108,12 @@ class ordered_map {
     reg_.register_target(&deliver_);
     id_ = reg_.slot();
     detail::ordered_map::transport net;
-    net.rank = shoal::rank();
-    net.ranks = shoal::size();
+    net.rank = team.rank();
+    net.ranks = team.size();
     const std::uint32_t id = id_;
-    net.send = [id](int dst, std::vector<std::byte>&& bytes) {
-      shoal::async(dst, &detail::ordered_map::on_message, id, std::move(bytes));
+    net.send = [id, team](int dst, std::vector<std::byte>&& bytes) {  // dst: a team rank
+      shoal::am::detail::team_scope scope(shoal::am::detail::get(), team.id());
+      shoal::async(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
     };
     net.flush = [] { shoal::am::flush(); };
     service_ = std::make_unique<service_type>(opts, std::move(net));
@@ -133,7 +129,7 @@ class ordered_map {
     if (!shoal::detail::run_is_live(reg_.run())) return;
     try {
       wait();
-      shoal::am::barrier();
+      shoal::am::barrier(team());
     } catch (...) {
     }
     reg_.release();  // before the service is destroyed
@@ -209,14 +205,16 @@ class ordered_map {
   /// COLLECTIVE: every operation of every rank has completed and no message is in flight.
   void barrier() {
     wait();
-    shoal::am::barrier();
+    shoal::am::barrier(team());
   }
+
+  const shoal::team& team() const noexcept { return reg_.team(); }
 
   /// COLLECTIVE: number of key-values.
   std::size_t size() {
     barrier();
     return static_cast<std::size_t>(
-        shoal::allreduce(static_cast<std::uint64_t>(service_->local_keys()), shoal::op::sum{}));
+        team().allreduce(static_cast<std::uint64_t>(service_->local_keys()), shoal::op::sum{}));
   }
 
   /// COLLECTIVE: switches the consistency semantics (after a quiescence barrier).
@@ -224,7 +222,7 @@ class ordered_map {
     barrier();
     opts_.semantics = c;
     service_->set_semantics(c);
-    shoal::am::barrier();
+    shoal::am::barrier(team());
   }
 
   /// COLLECTIVE: changes k, the degree of asynchrony of every node (after a quiescence barrier; paper §1.2: "set or
@@ -233,7 +231,7 @@ class ordered_map {
     barrier();
     opts_.asynchrony = k;
     service_->set_asynchrony(k);
-    shoal::am::barrier();
+    shoal::am::barrier(team());
   }
 
   std::size_t local_size() const { return service_->local_keys(); }

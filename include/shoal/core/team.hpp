@@ -97,6 +97,7 @@ struct team_state {
   bool owns_comm = false;         // false for world() and node_team(), whose communicators the environment frees
   int rank = 0;
   int size = 1;
+  std::uint32_t id = 0;           // 0: world(); see team::id
   std::uint64_t run = 0;          // the environment the team belongs to
   std::vector<int> to_world;      // team rank -> environment rank (empty: identity, i.e. world())
   std::vector<int> from_world;    // environment rank -> team rank or -1 (empty: identity)
@@ -122,6 +123,17 @@ inline void translate_ranks(MPI_Comm comm, std::vector<int>& out) {
   MPI_Group_free(&mine);
   MPI_Group_free(&env);
   mpi_check(rc, "MPI_Group_translate_ranks");
+}
+
+/// Collective over the team's communicator: gives the team the lowest id no rank of it has used (every rank of the
+/// team agrees on it; two teams that share a rank never share an id).
+inline void assign_team_id(team_state& s) {
+  std::uint32_t id = rt().next_team_id;
+  MPI_Request req;
+  SHOAL_MPI(MPI_Iallreduce(MPI_IN_PLACE, &id, 1, MPI_UINT32_T, MPI_MAX, s.comm, &req));
+  wait_request(req);
+  s.id = id;
+  rt().next_team_id = id + 1;
 }
 
 /// Collective over comm: the state of a team of comm's ranks (a duplicate of comm, the rank maps, and with
@@ -155,6 +167,7 @@ inline std::shared_ptr<const team_state> make_team_state(MPI_Comm comm, bool nod
   }
   SHOAL_MPI(MPI_Comm_dup(comm, &s->comm));
   s->owns_comm = true;
+  assign_team_id(*s);
   if (node_too) {
     MPI_Comm node = MPI_COMM_NULL;
     SHOAL_MPI(MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
@@ -213,6 +226,9 @@ class team {
   bool is_world() const noexcept { return state_ != nullptr && state_->to_world.empty(); }
   /// The environment (run) the team belongs to.
   std::uint64_t run() const noexcept { return state_ ? state_->run : 0; }
+  /// The team's number, the same on each of its ranks and different from that of every other team a rank belongs
+  /// to (0: world()). Active messages carry it, so that quiescence can be reached per team (docs/am.md).
+  std::uint32_t id() const noexcept { return state_ ? state_->id : 0; }
 
   /// The environment rank of team rank `r` (0 <= r < size()): the rank global_ptr, async and rpc take.
   int to_world(int r) const {
@@ -371,6 +387,7 @@ inline team wrap_runtime_team(MPI_Comm comm, std::uint64_t run, bool world) {
   MPI_Comm_size(comm, &state->size);
   state->run = run;
   if (!world) {  // node_team(): translate like any sub-team
+    assign_team_id(*state);
     state->to_world.resize(static_cast<std::size_t>(state->size));
     translate_ranks(comm, state->to_world);
     state->from_world.assign(static_cast<std::size_t>(rt().size), -1);

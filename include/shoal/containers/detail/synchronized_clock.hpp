@@ -25,7 +25,7 @@ class synchronized_clock {
  public:
   /// Collective over `team`: estimates this rank's offset to the team's rank 0 with `rounds` ping-pong rounds per
   /// rank.
-  synchronized_clock(int rounds, const team& team) {
+  explicit synchronized_clock(int rounds, const team& team = world()) {
     MPI_Comm comm;
     SHOAL_MPI(MPI_Comm_dup(team.comm(), &comm));
     const int me = team.rank();
