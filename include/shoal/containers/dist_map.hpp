@@ -23,7 +23,9 @@
 //   serve() / close()          COLLECTIVE  service layout: servers serve until every client has closed
 //   local_for_each(fn), local_size()     this rank's shard only
 //   for_all(fn), reduce(identity, map, op), size()   COLLECTIVE (flush first)
-//   constructor, destructor    COLLECTIVE (the destructor flushes)
+//   dist_map(opts = {}, team = world())   COLLECTIVE over the team; owners and servers are team ranks
+//   ~dist_map                  COLLECTIVE over the team: completes this rank's operations, then B (a flush without
+//                              the error report); no-op after finalize (docs/design.md, "Lifetime")
 //
 // Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
 //   single operation, owner remote       M = 2 (request, reply); ignore_result: M = 1

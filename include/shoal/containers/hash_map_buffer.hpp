@@ -7,7 +7,8 @@
 // remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
 //
 // Operations and costs (per record unless stated; M = one shipped message of up to message_bytes):
-//   hash_map_buffer(map, opts)   collective  allocate the mailboxes                      B
+//   hash_map_buffer(map, opts)   collective  allocate the mailboxes on the map's team       B
+//   ~hash_map_buffer             collective  then each rank frees its mailbox (no-op after finalize)   B
 //   insert(k, v)                 no          buffer; every message_bytes: A + W            local
 //   insert_or_assign(k, v)       no          the same
 //   flush()                      collective  ship the rest, barrier, apply locally         B + M(A + W) + local

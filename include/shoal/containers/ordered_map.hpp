@@ -15,7 +15,8 @@
 //   wait()                                     this rank's operations all complete
 //   size()            COLLECTIVE               key-values in the map (after a quiescence barrier)
 //   set_consistency(c) / set_asynchrony(k)  COLLECTIVE  change the semantics / k between quiescent points
-//   ordered_map(opts = {}, team = world()) / ~ordered_map()  COLLECTIVE over the team
+//   ordered_map(opts = {}, team = world())   COLLECTIVE over the team (nodes on its ranks)
+//   ~ordered_map()    COLLECTIVE over the team: wait, quiescence of the team's messages, B; no-op after finalize
 //
 // Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
