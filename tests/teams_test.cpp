@@ -15,7 +15,9 @@
 #include "shoal/containers/darray.hpp"
 #include "shoal/containers/dist_map.hpp"
 #include "shoal/containers/fast_queue.hpp"
+#include "shoal/containers/dist_multimap.hpp"
 #include "shoal/containers/hash_map.hpp"
+#include "shoal/containers/hash_map_buffer.hpp"
 #include "shoal/containers/ordered_map.hpp"
 #include "shoal/containers/relaxed_queue.hpp"
 #include "shoal/shoal.hpp"
@@ -48,6 +50,9 @@ void exercise(const shoal::team& t) {
   shoal::hash_map<std::uint64_t, std::uint64_t> hm(64, {}, t);
   shoal::hash_map<std::string, std::string> hs(64, {}, t);  // blobs: returned to team ranks
   shoal::dist_map<int, int> dm({}, t);
+  shoal::dist_multimap<int, int> mm({}, t);
+  shoal::hash_map<int, int> buffered(64, {}, t);
+  shoal::hash_map_buffer<int, int> buffer(buffered);
   shoal::darray<int> da(static_cast<std::size_t>(3 * n), t);
   shoal::array<int> ar(n - 1, static_cast<std::size_t>(n), t);
   shoal::bloom_filter<int> bf(1024, 3, {}, t);
@@ -66,6 +71,8 @@ void exercise(const shoal::team& t) {
   }
   hs.insert_or_assign("k" + std::to_string(me * 100), "again");  // releases a value blob
   dm.insert(me, me * 7);
+  mm.insert(0, me);  // every rank's value under one key, at one owner
+  buffer.insert(me, me + 3);
   for (int k = 0; k < 3; ++k) da.put(static_cast<std::size_t>(3 * t.rank() + k), me * 10 + k);
   ar.put(static_cast<std::size_t>(t.rank()), me + 1);
   bf.insert(me);
@@ -74,6 +81,8 @@ void exercise(const shoal::team& t) {
   ASSERT_EQ(rq.push(me), shoal::relaxed::push_result::pushed);
   EXPECT_TRUE(om.insert(me, me + 1));
   dm.flush();
+  mm.flush();
+  buffer.flush();
   om.barrier();  // quiescence of this team's messages only
   t.barrier();
 
@@ -87,6 +96,7 @@ void exercise(const shoal::team& t) {
       EXPECT_EQ(hs.find("k" + std::to_string(w * 100 + i)), std::optional<std::string>(i == 0 ? "again" : std::to_string(w)));
     }
     EXPECT_EQ(dm.find(w), std::optional<int>(w * 7));
+    EXPECT_EQ(buffered.find(w), std::optional<int>(w + 3));
     for (int k = 0; k < 3; ++k) EXPECT_EQ(da.get(static_cast<std::size_t>(3 * r + k)), w * 10 + k);
     EXPECT_EQ(da.ptr(static_cast<std::size_t>(3 * r)).rank(), w);  // team rank r's block is on environment rank w
     EXPECT_EQ(ar.get(static_cast<std::size_t>(r)), w + 1);
@@ -94,6 +104,12 @@ void exercise(const shoal::team& t) {
     EXPECT_EQ(om.find(w), std::optional<int>(w + 1));
   }
   EXPECT_EQ(om.size(), static_cast<std::size_t>(n));
+  auto all = mm.find(0);
+  std::sort(all.begin(), all.end());
+  std::vector<int> sorted_members = world_ranks;
+  std::sort(sorted_members.begin(), sorted_members.end());
+  EXPECT_EQ(all, sorted_members);
+  EXPECT_EQ(buffered.size(), static_cast<std::size_t>(n));
   EXPECT_EQ(ar.ptr(0).rank(), world_ranks.back());
   EXPECT_EQ(cq.size(), static_cast<std::size_t>(n));
   EXPECT_EQ(rq.size(), static_cast<std::size_t>(n));
@@ -261,6 +277,7 @@ TEST(Lifetime, ContainersOutliveTheirEnvironment) {
   expect_usage_error([&] { (void)old->cq.push(1); }, "made in environment run");
   expect_usage_error([&] { (void)old->ar.get(0); }, "made in environment run");
   expect_usage_error([&] { (void)old->om->find(0); }, "made in environment run");
+  expect_usage_error([&] { old->da.team().barrier(); }, "environment that has ended");
   old.reset();  // destructors of run 1: no communication, no free
   EXPECT_EQ(shoal::heap_in_use(), with_fresh);
   fresh.put(static_cast<std::size_t>(shoal::rank()) % 4, 5);
@@ -275,6 +292,7 @@ TEST(Lifetime, DestroyedAfterFinalizeWithNoEnvironment) {
     old.emplace();
   }
   expect_usage_error([&] { (void)old->da.get(0); }, "finalized");
+  expect_usage_error([&] { old->da.team().barrier(); }, "finalized");
   old.reset();  // no environment at all: a no-op, no error
   SUCCEED();
 }

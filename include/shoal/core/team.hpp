@@ -112,6 +112,14 @@ struct team_state {
   }
 };
 
+/// Frees a temporary communicator at the end of its scope (also when an exception leaves it).
+struct comm_freer {
+  MPI_Comm& comm;
+  ~comm_freer() {
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+};
+
 /// The environment rank of every rank of `comm` (MPI_UNDEFINED for a process outside the environment).
 inline void translate_ranks(MPI_Comm comm, std::vector<int>& out) {
   MPI_Group mine = MPI_GROUP_NULL, env = MPI_GROUP_NULL;
@@ -171,10 +179,7 @@ inline std::shared_ptr<const team_state> make_team_state(MPI_Comm comm, bool nod
   if (node_too) {
     MPI_Comm node = MPI_COMM_NULL;
     SHOAL_MPI(MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
-    struct freer {
-      MPI_Comm& c;
-      ~freer() { MPI_Comm_free(&c); }
-    } free_node{node};
+    const comm_freer free_node{node};
     s->node = make_team_state(node, /*node_too=*/false);
   }
   return s;
@@ -210,10 +215,7 @@ class team {
     MPI_Comm part = MPI_COMM_NULL;
     SHOAL_MPI(MPI_Comm_split(comm(), color < 0 ? MPI_UNDEFINED : color, key, &part));
     if (part == MPI_COMM_NULL) return team();
-    struct freer {
-      MPI_Comm& c;
-      ~freer() { MPI_Comm_free(&c); }
-    } free_part{part};
+    const detail::comm_freer free_part{part};
     return team(part);
   }
 
@@ -346,6 +348,7 @@ class team {
 
   // With SHOAL_CHECKS, verifies that every rank entered the same collective (by name).
   void check_collective([[maybe_unused]] const char* name) const {
+    if (state_ == nullptr || !detail::run_is_live(state_->run)) [[unlikely]] throw_unusable(name);
 #ifdef SHOAL_CHECKS
     std::uint64_t h = 1469598103934665603ull;
     for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
@@ -360,6 +363,16 @@ class team {
                         " while another rank of the team called a different collective");
     }
 #endif
+  }
+
+  [[noreturn]] void throw_unusable(const char* name) const {
+    if (state_ == nullptr) {
+      throw usage_error(std::string("shoal::team::") + name + ": the team is empty (a rank that split itself out "
+                        "with a negative color holds no team)");
+    }
+    detail::rt();  // "not initialized" / "finalized"
+    throw usage_error(std::string("shoal::team::") + name + ": the team belongs to an environment that has ended; "
+                      "make teams in the running one");
   }
 
   [[noreturn]] void throw_rank(int r) const {
