@@ -99,8 +99,8 @@ class hash_map_buffer {
       }
     }
     map_.reclaim();
-    const auto total = allreduce(inserted, op::sum{});
-    if (allreduce(failure.empty() ? 0 : 1, op::max{}) != 0) {
+    const auto total = map_.team().allreduce(inserted, op::sum{});
+    if (map_.team().allreduce(failure.empty() ? 0 : 1, op::max{}) != 0) {
       throw container_full(failure.empty() ? "shoal::hash_map_buffer::flush: the table is full on another rank "
                                              "(construct the hash_map larger or resize it)"
                                            : failure);
