@@ -4,6 +4,8 @@
 //   shoal::am::barrier()         COLLECTIVE: returns when no message is buffered, in flight, queued or running on any
 //                                rank, including messages that handlers send while the barrier runs. Then throws, on
 //                                the ranks concerned, the failures of fire-and-forget handlers reported to them.
+//   shoal::am::barrier(team)     COLLECTIVE over the team: the same for the messages of that team (those sent inside
+//                                a team_scope of it and by its handlers), among its ranks only.
 //   shoal::am::current_source()  inside a handler: the rank that sent the message being handled.
 //   shoal::progress()            (core) receives and runs arrived messages, then flushes what they sent; every
 //                                blocking shoal call (future::wait, shoal::barrier, collectives) calls it.
@@ -21,6 +23,7 @@
 
 #include "shoal/am/detail/engine.hpp"
 #include "shoal/core/error.hpp"
+#include "shoal/core/team.hpp"
 
 namespace shoal::am {
 
@@ -31,6 +34,14 @@ inline void flush() { detail::get().flush(); }
 inline void barrier() {
   auto& e = detail::get();
   e.quiesce();
+  e.throw_reported_errors();
+}
+
+/// Collective over `t`: quiescence of the messages of team t among t's ranks (world(): the same as barrier()).
+inline void barrier(const team& t) {
+  auto& e = detail::get();
+  if (t.id() == 0) e.quiesce();
+  else e.quiesce(t.comm(), t.id());
   e.throw_reported_errors();
 }
 

@@ -4,15 +4,16 @@
 // them with remote get / put, without the host's CPU. Elements start value-initialised (T{}).
 //
 // Operations (R read, W write, B barrier, l local work):
-//   array<T> a(host, n)                  collective  B + broadcast   allocates and zeroes on the host
+//   array<T> a(host, n, team = world())  collective  B + broadcast   allocates and zeroes on the host (a team rank)
 //   a.get(i) / a.get(first, span out)    no          R               blocking
 //   a.put(i, v) / a.put(first, span in)  no          W               blocking: complete at the host on return
 //   a.ptr(i)                             no          -               global_ptr<T> for async_get / async_put
 //   a.local_span()                       host        l               the elements as a std::span (empty elsewhere)
-//   ~array                               local       l on the host   destroy after the last phase's barrier
+//   ~array                               collective  B               the team's ranks wait, then the host frees
 // Concurrency: get/put are plain reads and writes; concurrent writes to one element race (use a barrier between
 // phases, or shoal atomics on an array of integers through ptr(i)).
-// Errors: usage_error (host outside the team, an index out of range, a moved-from handle), heap_exhausted.
+// Errors: usage_error (host outside the team, an index out of range, a moved-from handle, a handle of an ended
+// environment), heap_exhausted. Lifetime: docs/design.md ("Lifetime"); a destructor after finalize does nothing.
 // Handles are move-only; only the host's object frees the storage. T is trivially copyable (shoal::remote_storable).
 //
 // Example:
@@ -28,6 +29,7 @@
 #include <string>
 
 #include "shoal/containers/detail/hosted_allocation.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/rma.hpp"
 #include "shoal/core/team.hpp"
 
@@ -48,10 +50,11 @@ class array {
  public:
   using value_type = T;
 
-  /// Collective: every rank passes the same host and size.
-  array(int host, std::size_t size) : block_(host, std::max<std::size_t>(size, 1), "array"), size_(size) {
+  /// Collective over `team`: every rank of the team passes the same host (a team rank) and size.
+  array(int host, std::size_t size, const shoal::team& team = shoal::world())
+      : reg_(team, "shoal::array"), block_(reg_, host, std::max<std::size_t>(size, 1)), size_(size) {
     if (block_.on_this_rank()) std::fill_n(block_.local(), size_, T{});
-    world().barrier();
+    team.barrier();
   }
 
   array(array&& other) noexcept = default;
@@ -59,7 +62,9 @@ class array {
   array(const array&) = delete;
   array& operator=(const array&) = delete;
 
+  /// The host's rank in the array's team.
   int host() const noexcept { return block_.host(); }
+  const shoal::team& team() const noexcept { return reg_.team(); }
   std::size_t size() const noexcept { return size_; }
 
   global_ptr<T> ptr(std::size_t i) const {
@@ -86,10 +91,11 @@ class array {
 
  private:
   void check(std::size_t first, std::size_t count) const {
-    if (block_.empty()) throw usage_error("shoal::array: this handle was moved from");
+    reg_.check();
     detail::check_index_range(first, count, size_, "array");
   }
 
+  detail::registration reg_;
   detail::hosted_allocation<T> block_;
   std::size_t size_ = 0;
 };

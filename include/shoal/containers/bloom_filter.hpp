@@ -7,12 +7,14 @@
 // was set already; find reads the block with one get.
 //
 // Operations and costs (A remote atomic, R remote read, B barrier):
-//   bloom_filter(bits, k)   collective  allocate and clear (bits rounded up to whole 64-bit blocks)   B
+//   bloom_filter(bits, k, opts = {}, team = world())
+//                           collective  allocate and clear (bits rounded up to whole 64-bit blocks)   B
+//   ~bloom_filter           collective  then each rank frees its blocks (no-op after finalize)         B
 //   insert(v)               no          fetch_or of the mask; true when v was (probably) present        A
 //   find(v)                 no          get of the block; true when v is probably present              R
 //   local_insert(v)         no          insert on v's owner: a load and a store of its own block      local
 //   prefetch_local(v)       no          a hint before local_insert: starts loading v's block (owner)   local
-//   owner(v)                no          the rank holding v's block (one hash)                       local
+//   owner(v)                no          the team rank holding v's block (one hash)                  local
 //   clear()                 collective  zero every block                                           2B + local
 //   expected_false_positive_rate(n)     the theory of this blocked filter after n distinct inserts    local
 //
@@ -46,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/hash.hpp"
 #include "shoal/core/heap.hpp"
@@ -63,28 +66,29 @@ class bloom_filter {
  public:
   static constexpr unsigned block_bits = 64;
 
-  /// Collective: a filter of at least `bits` bits; each value sets `k` bits of its block.
-  bloom_filter(std::size_t bits, unsigned k, bloom_filter_options opts = {}) : k_(k), seed_(opts.seed) {
+  /// Collective over `team`: a filter of at least `bits` bits; each value sets `k` bits of its block.
+  bloom_filter(std::size_t bits, unsigned k, bloom_filter_options opts = {},
+               const shoal::team& team = shoal::world())
+      : reg_(team, "shoal::bloom_filter"), k_(k), seed_(opts.seed) {
     if (bits == 0) throw usage_error("shoal::bloom_filter: bits must be positive");
     if (k == 0 || k > block_bits) throw usage_error("shoal::bloom_filter: k must be in [1, 64]");
-    const auto p = static_cast<std::size_t>(shoal::size());
+    const auto p = static_cast<std::size_t>(team.size());
     blocks_ = (bits + block_bits - 1) / block_bits;
     per_rank_ = (blocks_ + p - 1) / p;
-    parts_ = allocate_collective<std::uint64_t>(per_rank_);
+    parts_ = reg_.allocate_collective<std::uint64_t>(per_rank_);
     clear_local();
-    barrier();
-  }
-  ~bloom_filter() {
-    if (!parts_.empty()) deallocate(parts_[static_cast<std::size_t>(shoal::rank())]);
+    team.barrier();
   }
   bloom_filter(bloom_filter&& o) noexcept
-      : k_(o.k_), seed_(o.seed_), blocks_(o.blocks_), per_rank_(o.per_rank_), parts_(std::exchange(o.parts_, {})) {}
+      : reg_(std::move(o.reg_)), k_(o.k_), seed_(o.seed_), blocks_(o.blocks_), per_rank_(o.per_rank_),
+        parts_(std::exchange(o.parts_, {})) {}
   bloom_filter(const bloom_filter&) = delete;
   bloom_filter& operator=(const bloom_filter&) = delete;
   bloom_filter& operator=(bloom_filter&&) = delete;
 
   std::size_t bits() const { return blocks_ * block_bits; }
-  /// The rank that holds v's block.
+  const shoal::team& team() const noexcept { return reg_.team(); }
+  /// The team rank that holds v's block.
   int owner(const T& v) const { return static_cast<int>(block_of(hash_value(v, seed_)) / per_rank_); }
   std::size_t blocks() const { return blocks_; }
   unsigned k() const { return k_; }
@@ -115,7 +119,7 @@ class bloom_filter {
   void prefetch_local(const T& v) const {
     const std::size_t block = block_of(hash_value(v, seed_));
     const auto r = block / per_rank_;
-    if (r == static_cast<std::size_t>(shoal::rank())) __builtin_prefetch(parts_[r].local() + (block - r * per_rank_), 1);
+    if (r == static_cast<std::size_t>(reg_.rank())) __builtin_prefetch(parts_[r].local() + (block - r * per_rank_), 1);
   }
 
   /// True when v is probably present; false means certainly absent.
@@ -126,14 +130,16 @@ class bloom_filter {
 
   /// Collective: empties the filter.
   void clear() {
-    barrier();
+    reg_.check();
+    team().barrier();
     clear_local();
-    barrier();
+    team().barrier();
   }
 
   /// This rank's blocks (read locally; exact when no insert is in flight).
   std::vector<std::uint64_t> local_blocks() const {
-    const auto me = static_cast<std::size_t>(shoal::rank());
+    reg_.check();
+    const auto me = static_cast<std::size_t>(reg_.rank());
     const auto first = me * per_rank_;
     const auto n = first >= blocks_ ? 0 : std::min(per_rank_, blocks_ - first);
     const std::uint64_t* base = parts_[me].local();
@@ -191,6 +197,7 @@ class bloom_filter {
   }
 
   location locate(const T& v) const {
+    reg_.check();
     const std::size_t block = block_of(hash_value(v, seed_));
     const auto r = block / per_rank_;
     std::uint64_t mask = 0;
@@ -204,9 +211,10 @@ class bloom_filter {
   }
 
   void clear_local() {
-    std::memset(parts_[static_cast<std::size_t>(shoal::rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
+    std::memset(parts_[static_cast<std::size_t>(reg_.rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
   }
 
+  detail::registration reg_;
   unsigned k_;
   std::uint64_t seed_;
   std::size_t blocks_ = 0;

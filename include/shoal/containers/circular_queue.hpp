@@ -7,7 +7,7 @@
 //
 // Operations and their implementations (n values; R read, W write, A atomic, B barrier, l local CPU work; a
 // value that wraps around the end of the ring costs one more W or R):
-//   circular_queue<T> q(host, capacity)  collective  B + 2 broadcasts
+//   circular_queue<T> q(host, capacity, team = world())  collective  B + 2 broadcasts  (host: a team rank)
 //   push(v | span)        promise::any (default)  2 A + W   CAS tail (claim), put + flush, CAS tail_ready from the
 //                                                           claim's start (waits for earlier pushes)     Table 4a
 //                         promise::push           2 A + W   fetch_add tail, put + flush, fetch_add tail_ready 4b
@@ -18,7 +18,7 @@
 //   size()                                        2 A       exact between phases
 //   resize(capacity)      collective              2 B + l   keeps the values; capacity >= size()
 //   migrate(new_host)     collective              2 B + n R + 2 A
-//   ~circular_queue       local                   l on the host; destroy after the last phase's barrier
+//   ~circular_queue       collective              B, then the host frees (no-op after finalize)
 // Each handle caches the counters it last saw: a push re-reads head_ready (one more A) only when the cache says
 // full, a pop re-reads tail_ready only when it says empty, and the default path starts its CAS from the cached
 // claim counter (one more A per claim of another rank that got in first). The fully atomic paths cost 2 A + W / R
@@ -64,14 +64,17 @@ class circular_queue {
   using value_type = T;
 
   /// Collective: every rank constructs the queue with the same host and capacity.
-  circular_queue(int host, std::size_t capacity) : ring_(host, capacity, "circular_queue") {}
+  circular_queue(int host, std::size_t capacity, const shoal::team& team = shoal::world())
+      : ring_(host, capacity, "circular_queue", team) {}
 
   circular_queue(circular_queue&&) noexcept = default;
   circular_queue& operator=(circular_queue&&) noexcept = default;
   circular_queue(const circular_queue&) = delete;
   circular_queue& operator=(const circular_queue&) = delete;
 
+  /// The host's rank in the queue's team.
   int host() const noexcept { return ring_.host(); }
+  const shoal::team& team() const noexcept { return ring_.team(); }
   std::size_t capacity() const noexcept { return ring_.capacity(); }
 
   /// Pushes one value; false (nothing written) when the queue is full.

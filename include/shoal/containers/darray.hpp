@@ -1,11 +1,11 @@
 // shoal/containers/darray.hpp — shoal::darray<T>: BCL's DArray, a 1-D array block-distributed over every rank.
 //
-// Model: one-sided (RDMA), distributed. Global index i lives on rank owner(i) = i / block_size(), where
-// block_size() = ceil(size / ranks); rank r holds [r * block_size(), min(size, (r + 1) * block_size())), so the last
+// Model: one-sided (RDMA), distributed over a team (default world()). Global index i lives on team rank
+// owner(i) = i / block_size(), where block_size() = ceil(size / team ranks); team rank r holds [r * block_size(), min(size, (r + 1) * block_size())), so the last
 // ranks may hold fewer (or no) elements. Elements start value-initialised (T{}).
 //
 // Operations (k = ranks a range spans; R read, W write, B barrier, l local work):
-//   darray<T> d(size)                      collective  B + allgather   every rank allocates its block
+//   darray<T> d(size, team = world())      collective  B + allgather   every rank of the team allocates its block
 //   d.get(i) / d.put(i, v)                 no          R / W           blocking; put complete at the owner
 //   d.get(first, span out)                 no          k R             the pieces on all k owners are read at once
 //   d.put(first, span in)                  no          k W + k flush   complete at every owner on return
@@ -13,7 +13,7 @@
 //   d.local_span()                         no          l               this rank's elements
 //   d.for_each_local(fn(i, T&))            no          l               visits this rank's elements with global index
 //   d.ptr(i)                               no          -               global_ptr<T> for async_get / atomics
-//   ~darray                                local       l               each rank frees its block; destroy after a barrier
+//   ~darray                                collective  B               then each rank frees its block (no-op after finalize)
 // Concurrency: plain reads and writes; concurrent writes to one element race. Separate phases by a barrier.
 // Errors: usage_error (index out of range, a moved-from handle), heap_exhausted (raise SHOAL_HEAP_SIZE; on
 // every rank). Handles are move-only. T is trivially copyable (shoal::remote_storable).
@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "shoal/containers/array.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/heap.hpp"
 #include "shoal/core/rma.hpp"
@@ -52,22 +53,23 @@ class darray {
     std::size_t size() const noexcept { return last - first; }
   };
 
-  /// Collective: every rank passes the same size.
-  explicit darray(std::size_t size)
-      : size_(size),
-        block_(std::max<std::size_t>(1, (size + static_cast<std::size_t>(shoal::size()) - 1) /
-                                            static_cast<std::size_t>(shoal::size()))),
-        blocks_(allocate_collective<T>(block_)) {
-    std::fill_n(blocks_[static_cast<std::size_t>(shoal::rank())].local(), block_, T{});
-    world().barrier();
+  /// Collective over `team`: every rank of the team passes the same size.
+  explicit darray(std::size_t size, const shoal::team& team = shoal::world())
+      : reg_(team, "shoal::darray"), size_(size),
+        block_(std::max<std::size_t>(1, (size + static_cast<std::size_t>(team.size()) - 1) /
+                                            static_cast<std::size_t>(team.size()))),
+        blocks_(reg_.allocate_collective<T>(block_)) {
+    std::fill_n(blocks_[static_cast<std::size_t>(team.rank())].local(), block_, T{});
+    team.barrier();
   }
 
   darray(darray&& other) noexcept
-      : size_(std::exchange(other.size_, 0)), block_(std::exchange(other.block_, 0)),
+      : reg_(std::move(other.reg_)), size_(std::exchange(other.size_, 0)), block_(std::exchange(other.block_, 0)),
         blocks_(std::exchange(other.blocks_, {})) {}
+  /// Collective (the old contents are destroyed, see ~darray).
   darray& operator=(darray&& other) noexcept {
     if (this != &other) {
-      release();
+      reg_ = std::move(other.reg_);
       size_ = std::exchange(other.size_, 0);
       block_ = std::exchange(other.block_, 0);
       blocks_ = std::exchange(other.blocks_, {});
@@ -76,7 +78,8 @@ class darray {
   }
   darray(const darray&) = delete;
   darray& operator=(const darray&) = delete;
-  ~darray() { release(); }
+
+  const shoal::team& team() const noexcept { return reg_.team(); }
 
   std::size_t size() const noexcept { return size_; }
   std::size_t block_size() const noexcept { return block_; }
@@ -84,14 +87,15 @@ class darray {
     check(i, 1);
     return static_cast<int>(i / block_);
   }
-  /// The global indices held by `rank` (default: this rank).
-  index_range local_range(int rank = shoal::rank()) const {
+  /// The global indices held by team rank `rank` (default: this rank).
+  index_range local_range(int rank) const {
     const std::size_t first = std::min(size_, static_cast<std::size_t>(rank) * block_);
     return {first, std::min(size_, first + block_)};
   }
+  index_range local_range() const { return local_range(reg_.rank()); }
   std::span<T> local_span() const {
     if (blocks_.empty()) return {};
-    return {blocks_[static_cast<std::size_t>(shoal::rank())].local(), local_range().size()};
+    return {blocks_[static_cast<std::size_t>(reg_.rank())].local(), local_range().size()};
   }
   /// Calls fn(global_index, element&) for every element of this rank.
   template <class Fn>
@@ -134,7 +138,7 @@ class darray {
 
  private:
   void check(std::size_t first, std::size_t count) const {
-    if (blocks_.empty()) throw usage_error("shoal::darray: this handle was moved from");
+    reg_.check();
     detail::check_index_range(first, count, size_, "darray");
   }
 
@@ -149,16 +153,7 @@ class darray {
     }
   }
 
-  void release() noexcept {
-    if (!blocks_.empty() && is_initialized()) {
-      try {
-        deallocate(blocks_[static_cast<std::size_t>(shoal::rank())]);
-      } catch (...) {  // a destructor must not throw
-      }
-    }
-    blocks_.clear();
-  }
-
+  detail::registration reg_;
   std::size_t size_ = 0;
   std::size_t block_ = 0;
   std::vector<global_ptr<T>> blocks_;

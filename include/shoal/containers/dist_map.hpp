@@ -23,7 +23,9 @@
 //   serve() / close()          COLLECTIVE  service layout: servers serve until every client has closed
 //   local_for_each(fn), local_size()     this rank's shard only
 //   for_all(fn), reduce(identity, map, op), size()   COLLECTIVE (flush first)
-//   constructor, destructor    COLLECTIVE (the destructor flushes)
+//   dist_map(opts = {}, team = world())   COLLECTIVE over the team; owners and servers are team ranks
+//   ~dist_map                  COLLECTIVE over the team: completes this rank's operations, then B (a flush without
+//                              the error report); no-op after finalize (docs/design.md, "Lifetime")
 //
 // Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
 //   single operation, owner remote       M = 2 (request, reply); ignore_result: M = 1
@@ -77,7 +79,9 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
   using mapped_type = V;
 
   /// Collective.
-  explicit dist_map(const dist_map_options& options = {}) : base(options, "shoal::dist_map") {}
+  /// Collective over `team` (every rank of the team passes the same options; servers are team ranks).
+  explicit dist_map(const dist_map_options& options = {}, const shoal::team& team = shoal::world())
+      : base(options, "shoal::dist_map", team) {}
 
   // ---- single operations -----------------------------------------------------------------------------------------
 

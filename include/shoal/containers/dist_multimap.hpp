@@ -16,6 +16,8 @@
 //   insert_batch(range of (k, v)) -> batch_insert_result; find_batch(keys) / erase_batch(keys) -> vector<vector<V>>
 //   wait(), flush(), serve(), close(), local_for_each, local_size (values stored here), for_all, reduce, size:
 //                                        as dist_map (see dist_map.hpp), collective where marked there
+//   dist_multimap(opts = {}, team = world()), ~dist_multimap   COLLECTIVE over the team, as dist_map's (the
+//                                        destructor: this rank's operations complete, then B; no-op after finalize)
 //
 // Cost: as dist_map — a remote operation is M = 2 (M = 1 with ignore_result), a batch 2 per owner, wait() 2 per
 // owner addressed, flush() one barrier more. Values of one key travel together, so a request of n values is one
@@ -58,7 +60,9 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   using mapped_type = V;
 
   /// Collective.
-  explicit dist_multimap(const dist_map_options& options = {}) : base(options, "shoal::dist_multimap") {}
+  /// Collective over `team` (every rank of the team passes the same options; servers are team ranks).
+  explicit dist_multimap(const dist_map_options& options = {}, const shoal::team& team = shoal::world())
+      : base(options, "shoal::dist_multimap", team) {}
 
   // ---- single operations -----------------------------------------------------------------------------------------
 

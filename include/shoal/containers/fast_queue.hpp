@@ -8,7 +8,7 @@
 //
 // Operations (n = number of values; R read, W write, A atomic, B barrier, l local CPU work; "+ wrap" = one more W
 // or R when the values wrap around the end of the ring):
-//   fast_queue<T> q(host, capacity)   collective   B + 2 broadcasts      allocates on the host; values unset
+//   fast_queue<T> q(host, capacity, team = world())  collective  B + 2 broadcasts  allocates on the host (a team rank)
 //   q.push(v) / q.push(span)          no           A + W (+ wrap)        false (nothing written) if it does not fit
 //   q.async_push(std::vector<T>)      no           A + W started         future<bool>: true once the values are at
 //                                                                          the host; ready false if it does not fit
@@ -19,7 +19,7 @@
 //                                                                          do not fit are handing slots back)
 //   q.resize(capacity)                collective   2 B + l               keeps the values; capacity >= size()
 //   q.migrate(new_host)               collective   2 B + n R + 2 A       keeps the values
-//   ~fast_queue                       local        l on the host         destroy after the last phase's barrier
+//   ~fast_queue                       collective   B                     then the host frees (no-op after finalize)
 // The bound of a claim is cached per handle (BCL): a push re-reads head (one more A) only when its cached copy says
 // the queue is full; a pop re-reads tail only when the cached copy says empty. A push to a full queue (a pop of an
 // empty one) costs 1 A and changes nothing; when this handle's cached counters are stale it claims first and hands
@@ -68,14 +68,17 @@ class fast_queue {
   using value_type = T;
 
   /// Collective: every rank constructs the queue with the same host and capacity.
-  fast_queue(int host, std::size_t capacity) : ring_(host, capacity, "fast_queue") {}
+  fast_queue(int host, std::size_t capacity, const shoal::team& team = shoal::world())
+      : ring_(host, capacity, "fast_queue", team) {}
 
   fast_queue(fast_queue&&) noexcept = default;
   fast_queue& operator=(fast_queue&&) noexcept = default;
   fast_queue(const fast_queue&) = delete;
   fast_queue& operator=(const fast_queue&) = delete;
 
+  /// The host's rank in the queue's team.
   int host() const noexcept { return ring_.host(); }
+  const shoal::team& team() const noexcept { return ring_.team(); }
   std::size_t capacity() const noexcept { return ring_.capacity(); }
 
   /// Pushes one value; false (nothing written) when the queue is full.

@@ -21,7 +21,10 @@
 // Operations (collective = every rank calls it; the others are one rank's calls). Costs per probed bucket, best
 // case is one probe; A remote atomic, R remote read, W remote write (+ flush), B barrier; a blob key or value adds
 // one R when it is read:
-//   hash_map(capacity, opts)              collective  allocate and clear              B
+//   hash_map(capacity, opts = {}, team = world())
+//                                         collective  allocate and clear on the team's ranks            B
+//   ~hash_map                             collective  then each rank frees its part and blobs (no-op after
+//                                                     finalize)                                          B
 //   insert(k, v)                          no          CAS free->reserved, put key and value, CAS ->ready
 //                                                     2A + W; on a ready bucket of another key: A + R, next
 //   insert(k, v, promise::local)          no          the calling rank must own k; plain CPU stores     local
@@ -50,7 +53,8 @@
 // owns, for a fixed<T, N> value larger than N bytes, and for a resize below the number of live entries.
 // shoal::heap_exhausted when the symmetric heap cannot hold the buckets (raise SHOAL_HEAP_SIZE).
 //
-// The destructor does not communicate: destroy the map on every rank after a barrier, as for any collective object.
+// The destructor is collective over the map's team, as for every container (docs/design.md, "Lifetime"). Ranks in
+// owner() and in error messages are ranks of the map's team.
 //
 // Example:
 //   shoal::hash_map<std::uint64_t, double> m(1 << 20);        // collective
@@ -75,6 +79,7 @@
 #include <vector>
 
 #include "shoal/containers/detail/stored.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/containers/promise.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/hash.hpp"
@@ -113,21 +118,22 @@ class hash_map {
   static_assert(std::is_trivially_copyable_v<bucket>);
 
   /// Collective: a table of `capacity` buckets in total.
-  explicit hash_map(std::size_t capacity, hash_map_options opts = {}) : seed_(opts.seed) {
+  explicit hash_map(std::size_t capacity, hash_map_options opts = {}, const shoal::team& team = shoal::world())
+      : seed_(opts.seed), reg_(team, "shoal::hash_map") {
     if (capacity == 0) throw usage_error("shoal::hash_map: capacity must be positive");
-    if (uses_blobs) blobs_ = std::make_unique<detail::blob_heap>();
+    if (uses_blobs) blobs_ = std::make_unique<detail::blob_heap>(team);
     allocate_parts(capacity);
   }
-  ~hash_map() { free_part(parts_); }
   hash_map(hash_map&& o) noexcept
       : seed_(o.seed_), capacity_(o.capacity_), block_(o.block_), parts_(std::exchange(o.parts_, {})),
-        blobs_(std::move(o.blobs_)), probes_(o.probes_) {}
+        blobs_(std::move(o.blobs_)), probes_(o.probes_), reg_(std::move(o.reg_)) {}
   hash_map& operator=(hash_map&&) = delete;
   hash_map(const hash_map&) = delete;
   hash_map& operator=(const hash_map&) = delete;
 
   std::size_t capacity() const { return capacity_; }
-  /// The rank that owns `key` (all its probes go there).
+  const shoal::team& team() const noexcept { return reg_.team(); }
+  /// The team rank that owns `key` (all its probes go there).
   int owner(const key_type& key) const { return placement(hash_value(key, seed_)).rank; }
   /// Buckets examined by this rank's operations since construction (a miss costs its probe length).
   std::uint64_t probe_count() const { return probes_; }
@@ -196,20 +202,22 @@ class hash_map {
   /// Collective: entries in the whole table.
   std::size_t size() {
     reclaim();
-    return allreduce(local_size(), op::sum{});
+    return team().allreduce(local_size(), op::sum{});
   }
 
   /// Collective: returns released blobs of other ranks to their owners (size and resize do it too).
   void reclaim() {
+    reg_.check();
     if (blobs_) blobs_->reclaim();
-    else barrier();
+    else team().barrier();
   }
 
   /// Collective: moves every entry into a new array of `new_capacity` buckets and drops the tombstones. On
   /// container_full (an unlucky block overflows) the old table stays in place on every rank.
   void resize(std::size_t new_capacity) {
     if (new_capacity == 0) throw usage_error("shoal::hash_map::resize: capacity must be positive");
-    barrier();
+    reg_.check();
+    team().barrier();
     std::vector<entry> live;
     std::vector<stored_key> tombstones;
     const bucket* base = parts_[me()].local();
@@ -218,7 +226,7 @@ class hash_map {
       if (state == ready_state) live.push_back(base[i].e);
       else if (state == erased_state) tombstones.push_back(base[i].e.key);
     }
-    const auto total = allreduce(live.size(), op::sum{});
+    const auto total = team().allreduce(live.size(), op::sum{});
     if (total > new_capacity) {
       throw usage_error("shoal::hash_map::resize: " + std::to_string(total) + " entries do not fit in " +
                         std::to_string(new_capacity) + " buckets; choose a larger capacity");
@@ -233,8 +241,8 @@ class hash_map {
     } catch (const container_full& err) {
       failure = err.what();
     }
-    if (allreduce(failure.empty() ? 0 : 1, op::max{}) != 0) {
-      barrier();
+    if (team().allreduce(failure.empty() ? 0 : 1, op::max{}) != 0) {
+      team().barrier();
       free_part(parts_);
       parts_ = std::move(old_parts);
       capacity_ = old_capacity;
@@ -259,18 +267,18 @@ class hash_map {
     std::size_t count;
   };
 
-  static std::size_t me() { return static_cast<std::size_t>(shoal::rank()); }
+  std::size_t me() const { return static_cast<std::size_t>(reg_.rank()); }
 
   void allocate_parts(std::size_t capacity) {
-    const auto p = static_cast<std::size_t>(shoal::size());
+    const auto p = static_cast<std::size_t>(team().size());
     capacity_ = capacity;
     block_ = (capacity + p - 1) / p;
-    parts_ = allocate_collective<bucket>(block_);
+    parts_ = reg_.allocate_collective<bucket>(block_);
     std::memset(static_cast<void*>(parts_[me()].local()), 0, block_ * sizeof(bucket));
-    barrier();
+    team().barrier();
   }
-  static void free_part(std::vector<global_ptr<bucket>>& parts) {
-    if (!parts.empty()) deallocate(parts[me()]);
+  void free_part(std::vector<global_ptr<bucket>>& parts) {
+    if (!parts.empty()) reg_.deallocate(parts[me()]);
     parts.clear();
   }
 
@@ -280,6 +288,7 @@ class hash_map {
   }
 
   place placement(std::uint64_t h) const {
+    reg_.check();
     const auto slot = static_cast<std::uint64_t>((static_cast<unsigned __int128>(h) * capacity_) >> 64);
     const auto r = static_cast<std::size_t>(slot / block_);
     return place{static_cast<int>(r), static_cast<std::size_t>(slot - r * block_), local_count(r)};
@@ -518,6 +527,8 @@ class hash_map {
   std::vector<global_ptr<bucket>> parts_;
   std::unique_ptr<detail::blob_heap> blobs_;
   mutable std::uint64_t probes_ = 0;
+  // Declared last, destroyed first: the team's barrier, then this rank's part; then blobs_ frees its blobs.
+  detail::registration reg_;
 };
 
 }  // namespace shoal

@@ -7,7 +7,8 @@
 // remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
 //
 // Operations and costs (per record unless stated; M = one shipped message of up to message_bytes):
-//   hash_map_buffer(map, opts)   collective  allocate the mailboxes                      B
+//   hash_map_buffer(map, opts)   collective  allocate the mailboxes on the map's team       B
+//   ~hash_map_buffer             collective  then each rank frees its mailbox (no-op after finalize)   B
 //   insert(k, v)                 no          buffer; every message_bytes: A + W            local
 //   insert_or_assign(k, v)       no          the same
 //   flush()                      collective  ship the rest, barrier, apply locally         B + M(A + W) + local
@@ -61,7 +62,7 @@ class hash_map_buffer {
 
   /// Collective.
   explicit hash_map_buffer(hash_map<K, V>& map, hash_map_buffer_options opts = {})
-      : map_(map), exchange_(opts.message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer") {}
+      : map_(map), exchange_(opts.message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer", map.team()) {}
 
   /// Buffers an insert (applied at flush(); the first record of a key wins).
   void insert(const key_type& key, const mapped_type& value) { append(insert_op, key, value); }
@@ -98,8 +99,8 @@ class hash_map_buffer {
       }
     }
     map_.reclaim();
-    const auto total = allreduce(inserted, op::sum{});
-    if (allreduce(failure.empty() ? 0 : 1, op::max{}) != 0) {
+    const auto total = map_.team().allreduce(inserted, op::sum{});
+    if (map_.team().allreduce(failure.empty() ? 0 : 1, op::max{}) != 0) {
       throw container_full(failure.empty() ? "shoal::hash_map_buffer::flush: the table is full on another rank "
                                              "(construct the hash_map larger or resize it)"
                                            : failure);

@@ -15,7 +15,8 @@
 //   wait()                                     this rank's operations all complete
 //   size()            COLLECTIVE               key-values in the map (after a quiescence barrier)
 //   set_consistency(c) / set_asynchrony(k)  COLLECTIVE  change the semantics / k between quiescent points
-//   ordered_map(opts) / ~ordered_map()  COLLECTIVE
+//   ordered_map(opts = {}, team = world())   COLLECTIVE over the team (nodes on its ranks)
+//   ~ordered_map()    COLLECTIVE over the team: wait, quiescence of the team's messages, B; no-op after finalize
 //
 // Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
@@ -65,6 +66,7 @@
 #include <vector>
 
 #include "shoal/am.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/containers/detail/ordered_map/key_range.hpp"
 #include "shoal/containers/detail/ordered_map/options.hpp"
 #include "shoal/containers/detail/ordered_map/service.hpp"
@@ -76,15 +78,11 @@ namespace shoal {
 
 namespace detail::ordered_map {
 
-/// Services by instance number (every rank creates its ordered_maps in the same order: the numbers agree).
-inline std::vector<std::function<void(std::span<const std::byte>)>>& instances() {
-  static std::vector<std::function<void(std::span<const std::byte>)>> all;
-  return all;
-}
+using deliver_function = std::function<void(std::span<const std::byte>)>;
 
+/// Messages name their map by its handler slot (shoal::detail::registration).
 inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) {
-  auto& all = instances();
-  if (instance < all.size() && all[instance]) all[instance](bytes);
+  if (auto* deliver = static_cast<deliver_function*>(shoal::detail::handler_target(instance))) (*deliver)(bytes);
 }
 
 }  // namespace detail::ordered_map
@@ -100,37 +98,42 @@ class ordered_map {
   using operation = detail::ordered_map::op_spec<K, V>;
   using operation_result = detail::ordered_map::op_result<K, V>;
 
-  /// COLLECTIVE.
-  explicit ordered_map(const ordered_map_options& opts = {}) : opts_(opts) {
+  /// COLLECTIVE over `team`: the map's nodes live on the team's ranks; its messages carry the team's id, so its
+  /// quiescence barriers (barrier(), size(), the destructor) wait for the team's messages among its ranks only.
+  explicit ordered_map(const ordered_map_options& opts = {}, const shoal::team& team = shoal::world())
+      : reg_(team, "shoal::ordered_map"), opts_(opts) {
     if (opts.granularity < 2) throw usage_error("shoal::ordered_map: granularity must be at least 2");
     if (opts.max_height < 1 || opts.max_height > 64) throw usage_error("shoal::ordered_map: max_height in 1..64");
     if (!(opts.tower_p > 0 && opts.tower_p < 1)) throw usage_error("shoal::ordered_map: tower_p in (0, 1)");
-    auto& all = detail::ordered_map::instances();
-    id_ = static_cast<std::uint32_t>(all.size());
+    deliver_ = [this](std::span<const std::byte> bytes) { service_->deliver(bytes); };
+    reg_.register_target(&deliver_);
+    id_ = reg_.slot();
     detail::ordered_map::transport net;
-    net.rank = shoal::rank();
-    net.ranks = shoal::size();
+    net.rank = team.rank();
+    net.ranks = team.size();
     const std::uint32_t id = id_;
-    net.send = [id](int dst, std::vector<std::byte>&& bytes) {
-      shoal::async(dst, &detail::ordered_map::on_message, id, std::move(bytes));
+    net.send = [id, team](int dst, std::vector<std::byte>&& bytes) {  // dst: a team rank
+      shoal::am::detail::team_scope scope(shoal::am::detail::get(), team.id());
+      shoal::async(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
     };
     net.flush = [] { shoal::am::flush(); };
     service_ = std::make_unique<service_type>(opts, std::move(net));
-    all.push_back([svc = service_.get()](std::span<const std::byte> bytes) { svc->deliver(bytes); });
-    shoal::barrier();
+    team.barrier();
   }
 
   ordered_map(const ordered_map&) = delete;
   ordered_map& operator=(const ordered_map&) = delete;
 
-  /// COLLECTIVE: waits for this rank's operations, then for every message everywhere.
+  /// COLLECTIVE: waits for this rank's operations, then for every message everywhere; then reg_ frees the handler
+  /// slot. Nothing after the environment has ended (docs/design.md, "Lifetime").
   ~ordered_map() {
+    if (!shoal::detail::run_is_live(reg_.run())) return;
     try {
       wait();
-      shoal::am::barrier();
+      shoal::am::barrier(team());
     } catch (...) {
     }
-    detail::ordered_map::instances()[id_] = nullptr;
+    reg_.release();  // before the service is destroyed
   }
 
   // ---- operations ------------------------------------------------------------------------------------------------
@@ -203,14 +206,16 @@ class ordered_map {
   /// COLLECTIVE: every operation of every rank has completed and no message is in flight.
   void barrier() {
     wait();
-    shoal::am::barrier();
+    shoal::am::barrier(team());
   }
+
+  const shoal::team& team() const noexcept { return reg_.team(); }
 
   /// COLLECTIVE: number of key-values.
   std::size_t size() {
     barrier();
     return static_cast<std::size_t>(
-        shoal::allreduce(static_cast<std::uint64_t>(service_->local_keys()), shoal::op::sum{}));
+        team().allreduce(static_cast<std::uint64_t>(service_->local_keys()), shoal::op::sum{}));
   }
 
   /// COLLECTIVE: switches the consistency semantics (after a quiescence barrier).
@@ -218,7 +223,7 @@ class ordered_map {
     barrier();
     opts_.semantics = c;
     service_->set_semantics(c);
-    shoal::am::barrier();
+    shoal::am::barrier(team());
   }
 
   /// COLLECTIVE: changes k, the degree of asynchrony of every node (after a quiescence barrier; paper §1.2: "set or
@@ -227,7 +232,7 @@ class ordered_map {
     barrier();
     opts_.asynchrony = k;
     service_->set_asynchrony(k);
-    shoal::am::barrier();
+    shoal::am::barrier(team());
   }
 
   std::size_t local_size() const { return service_->local_keys(); }
@@ -263,6 +268,7 @@ class ordered_map {
 
   template <class T, class Convert>
   future<T> submit(const operation& op, Convert convert) {
+    reg_.check();
     auto state = std::make_shared<typename future<T>::state_type>();
     auto done = [state, convert](operation_result&& r) {
       if (r.st == detail::ordered_map::status::list_full) {
@@ -277,8 +283,10 @@ class ordered_map {
     return future<T>(std::move(state));
   }
 
+  shoal::detail::registration reg_;  // the team, the run and the handler slot
   ordered_map_options opts_;
   std::uint32_t id_ = 0;
+  detail::ordered_map::deliver_function deliver_;
   std::unique_ptr<service_type> service_;
 };
 

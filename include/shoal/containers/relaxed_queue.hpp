@@ -8,7 +8,9 @@
 // the oldest one (docs/containers/relaxed_queue.md measures how near).
 //
 // Operations (none is collective except construction, destruction and size()):
-//   relaxed_queue<T> q(opts)     collective; allocates p rings, synchronises the clocks
+//   relaxed_queue<T> q(opts = {}, team = world())
+//                                collective; allocates one ring per team rank, synchronises the clocks
+//   ~relaxed_queue               collective: B, then each rank frees its ring (no-op after finalize)
 //   q.push(v)                    -> relaxed::push_result::pushed, or ::full when every ring was full
 //   q.try_pop() / try_pop(ncand) -> std::optional<T>; std::nullopt when every ring was seen empty
 //   q.try_pop_stamped(ncand)     -> also the element's insertion stamp, the pop's stamp and its ring
@@ -75,6 +77,7 @@
 #include <vector>
 
 #include "shoal/containers/detail/synchronized_clock.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/global_ptr.hpp"
@@ -184,30 +187,20 @@ class relaxed_queue {
   using item_type = detail::relaxed_item<T>;
   using slot_type = detail::relaxed_slot<T>;
 
-  /// Collective: allocates one ring of opts.capacity slots on every rank and synchronises the clocks.
-  explicit relaxed_queue(const relaxed::options& opts = {})
-      : opts_(validated(opts)), me_(shoal::rank()), rings_(shoal::size()), pop_order_(rings_), push_order_(rings_),
-        rng_(seeded(opts.seed)), clock_(opts.clock_sync_rounds) {
-    headers_ = allocate_collective<detail::relaxed_ring_header>(1);
-    try {
-      slots_ = allocate_collective<slot_type>(opts_.capacity);
-    } catch (...) {
-      deallocate(headers_[static_cast<std::size_t>(me_)]);
-      throw;
-    }
+  /// Collective over `team`: allocates one ring of opts.capacity slots on every rank of the team (ring r on team
+  /// rank r) and synchronises the clocks.
+  explicit relaxed_queue(const relaxed::options& opts = {}, const shoal::team& team = shoal::world())
+      : reg_(team, "shoal::relaxed_queue"), opts_(validated(opts, team)), me_(team.rank()), rings_(team.size()),
+        pop_order_(rings_), push_order_(rings_), rng_(seeded(opts.seed)), clock_(opts.clock_sync_rounds, team) {
+    headers_ = reg_.allocate_collective<detail::relaxed_ring_header>(1);
+    slots_ = reg_.allocate_collective<slot_type>(opts_.capacity);  // on failure reg_ frees the headers
     *headers_[static_cast<std::size_t>(me_)].local() = detail::relaxed_ring_header{};
     slot_type* mine = slots_[static_cast<std::size_t>(me_)].local();
     for (std::size_t i = 0; i < opts_.capacity; ++i) mine[i].sequence = i;  // lock_free: slot i is free for lap 0
-    barrier();
+    team.barrier();
   }
 
-  /// Collective: frees this rank's ring once every rank has stopped using the queue.
-  ~relaxed_queue() {
-    if (!is_initialized()) return;
-    barrier();
-    deallocate(slots_[static_cast<std::size_t>(me_)]);
-    deallocate(headers_[static_cast<std::size_t>(me_)]);
-  }
+  const shoal::team& team() const noexcept { return reg_.team(); }
 
   relaxed_queue(const relaxed_queue&) = delete;
   relaxed_queue& operator=(const relaxed_queue&) = delete;
@@ -215,6 +208,7 @@ class relaxed_queue {
   /// Stores `value` in one ring (random, or this rank's first with insertion::local_first); `full` when every ring
   /// was full when examined.
   [[nodiscard]] relaxed::push_result push(const T& value) {
+    reg_.check();
     if (opts_.insertion == relaxed::insertion::local_first && store(me_, value)) return relaxed::push_result::pushed;
     push_order_.restart();
     while (push_order_.remaining() > 0) {
@@ -227,6 +221,7 @@ class relaxed_queue {
   /// Pops the oldest head among options().ncand random non-empty rings; std::nullopt when every ring was empty.
   std::optional<T> try_pop() { return try_pop(opts_.ncand); }
   std::optional<T> try_pop(int ncand) {
+    reg_.check();
     auto s = try_pop_stamped(ncand);
     if (!s) return std::nullopt;
     return std::move(s->value);
@@ -242,7 +237,8 @@ class relaxed_queue {
 
   /// Collective: the number of elements once every rank's earlier operations have completed.
   std::size_t size() const {
-    barrier();
+    reg_.check();
+    team().barrier();
     const int me = me_;
     std::uint64_t mine;
     if (opts_.algorithm == relaxed::algorithm::lock_based) {
@@ -251,8 +247,8 @@ class relaxed_queue {
       mine = atomic_load(enqueue_word(me)) -
              atomic_load(dequeue_word(me));
     }
-    const auto total = allreduce(mine, op::sum{});
-    barrier();
+    const auto total = team().allreduce(mine, op::sum{});
+    team().barrier();
     return static_cast<std::size_t>(total);
   }
 
@@ -274,7 +270,7 @@ class relaxed_queue {
     item_type item;
   };
 
-  static relaxed::options validated(const relaxed::options& o) {
+  static relaxed::options validated(const relaxed::options& o, const shoal::team& team) {
     if (o.capacity == 0 || o.capacity >= (std::size_t{1} << 31)) {
       throw usage_error("shoal::relaxed_queue: options::capacity must be in [1, 2^31) slots per ring (got " +
                         std::to_string(o.capacity) + ")");
@@ -285,7 +281,7 @@ class relaxed_queue {
     // The layout and the protocol must be the same everywhere.
     const std::uint64_t shape = o.capacity << 8 | static_cast<std::uint64_t>(o.algorithm) << 4 |
                                 static_cast<std::uint64_t>(o.mode);
-    if (allreduce(shape, op::min{}) != allreduce(shape, op::max{})) {
+    if (team.allreduce(shape, op::min{}) != team.allreduce(shape, op::max{})) {
       throw usage_error("shoal::relaxed_queue: options::capacity, ::algorithm and ::mode must be equal on every rank");
     }
     return o;
@@ -297,7 +293,8 @@ class relaxed_queue {
   }
 
   global_ptr<std::uint64_t> header_word(int ring, std::size_t field_offset) const {
-    return global_ptr<std::uint64_t>(ring, headers_[static_cast<std::size_t>(ring)].offset() + field_offset);
+    const auto header = headers_[static_cast<std::size_t>(ring)];  // ring = team rank; the pointer names its rank
+    return global_ptr<std::uint64_t>(header.rank(), header.offset() + field_offset);
   }
   global_ptr<std::uint64_t> lock_word(int ring) const {
     return header_word(ring, offsetof(detail::relaxed_ring_header, lock));
@@ -317,7 +314,7 @@ class relaxed_queue {
   }
   global_ptr<item_type> item_at(int ring, std::uint64_t position) const {
     const auto slot = slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity);
-    return global_ptr<item_type>(ring, slot.offset() + detail::relaxed_item_offset<T>);
+    return global_ptr<item_type>(slot.rank(), slot.offset() + detail::relaxed_item_offset<T>);
   }
 
   // ---- lock_based ----------------------------------------------------------------------------------------------
@@ -492,6 +489,7 @@ class relaxed_queue {
     for (std::uint64_t i = rng_() % limit; i > 0; --i) wait_a_little();
   }
 
+  detail::registration reg_;  // the team; frees the rings collectively (docs/design.md, "Lifetime")
   relaxed::options opts_;
   int me_;
   int rings_;

@@ -159,10 +159,11 @@ class environment {
       delete r;
       throw;
     }
+    r->run = ++detail::g_runs_started;
     detail::g_runtime = r;
     detail::g_finalized = false;
-    detail::world_team_storage() = team(r->comm);
-    detail::node_team_storage() = team(r->node_comm);
+    detail::world_team_storage() = detail::wrap_runtime_team(r->comm, r->run, /*world=*/true);
+    detail::node_team_storage() = detail::wrap_runtime_team(r->node_comm, r->run, /*world=*/false);
     for (auto* hook : detail::start_hooks()) hook();
     SHOAL_MPI(MPI_Barrier(r->comm));
     if (r->rank == 0 && verbose) {

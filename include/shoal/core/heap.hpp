@@ -2,8 +2,9 @@
 //
 // Each rank owns one segment of the symmetric heap (SHOAL_HEAP_SIZE bytes). allocate<T>(n) takes memory from the
 // calling rank's own segment (a local call, no communication); any rank may then read and write it through the
-// global_ptr. allocate_collective<T>(n) is collective: every rank allocates n elements and every rank learns every
-// rank's pointer. Memory is uninitialised, as from malloc. A request that does not fit raises shoal::heap_exhausted,
+// global_ptr. allocate_collective<T>(n, team) is collective over the team (default world()): every rank of the team
+// allocates n elements and learns every team rank's pointer. Every rank's segment serves all the teams the rank
+// belongs to; a failed team-collective allocation is agreed over that team only. Memory is uninitialised, as from malloc. A request that does not fit raises shoal::heap_exhausted,
 // naming the sizes and the setting that raises the limit.
 #pragma once
 
@@ -55,10 +56,11 @@ void deallocate(global_ptr<T> ptr) {
   }
 }
 
-/// Collective: every rank allocates n elements in its own segment; element i of the result is rank i's block.
-/// If any rank cannot allocate, every rank frees what it took and throws heap_exhausted.
+/// Collective over `t`: every rank of the team allocates n elements in its own segment; element i of the result is
+/// team rank i's block (its global_ptr names the environment rank). If any rank of the team cannot allocate, every
+/// rank of the team frees what it took and throws heap_exhausted; ranks outside the team take no part.
 template <remote_storable T>
-std::vector<global_ptr<T>> allocate_collective(std::size_t n) {
+std::vector<global_ptr<T>> allocate_collective(std::size_t n, const team& t = world()) {
   global_ptr<T> mine;
   std::string why;
   try {
@@ -66,14 +68,14 @@ std::vector<global_ptr<T>> allocate_collective(std::size_t n) {
   } catch (const heap_exhausted& e) {
     why = e.what();
   }
-  const int failed = world().allreduce(why.empty() ? 0 : 1, op::max{});
+  const int failed = t.allreduce(why.empty() ? 0 : 1, op::max{});
   if (failed) {
     deallocate(mine);
     throw heap_exhausted(why.empty() ? "shoal: collective allocation of " + detail::format_size(n * sizeof(T)) +
                                            " per rank failed on another rank; raise SHOAL_HEAP_SIZE"
                                      : why);
   }
-  return world().allgather(mine);
+  return t.allgather(mine);
 }
 
 /// Bytes of this rank's segment in use, and its capacity.

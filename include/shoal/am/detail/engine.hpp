@@ -1,10 +1,12 @@
 // shoal/am/detail/engine.hpp — the per-run machinery of active messages: per-destination aggregation buffers, the
 // cap on outstanding sends, the receive queue, the handler loop and the quiescence algorithm.
 //
-// Wire format. A buffer sent to a rank is a concatenation of groups of consecutive messages for the same handler:
-//     [int32 handler word][int32 function word, 0 for lambdas][uint32 count] count × [handler-specific bytes]
-// (the sender keeps a group open while the next message to that destination has the same handler, so a stream of
-// small messages costs its payload bytes plus 12 bytes per group, and the receiver runs a group in one loop). The
+// Wire format. A buffer sent to a rank is a concatenation of groups of consecutive messages for the same handler
+// and team:
+//     [int32 handler word][int32 function word, 0 for lambdas][uint32 count][uint32 team] count × [handler bytes]
+// (the sender keeps a group open while the next message to that destination has the same handler and team, so a
+// stream of small messages costs its payload bytes plus 16 bytes per group, and the receiver runs a group in one
+// loop). The team word is the id of the team the messages belong to (0: world()); quiescence is counted per team. The
 // handler word is the offset of the receiving trampoline (a function template instantiated per handler type)
 // from `anchor`, a function of this header: both live in the same executable image, whose layout is identical on
 // every rank of the same binary, so the offset is the same everywhere even though ASLR moves the image. The
@@ -75,11 +77,13 @@ struct rx_buffer {
   int source = 0;
   std::uint32_t left = 0;    // messages of the current group after the one being run
   std::int32_t function = 0;  // the current group's function word (function-pointer handlers)
+  std::uint32_t team = 0;     // the current group's team id
   trampoline run = nullptr;  // the current group's trampoline
 };
 
-/// The header of a group of messages for one handler: [int32 handler word][int32 function word][uint32 count].
-inline constexpr std::size_t group_header_bytes = 12;
+/// The header of a group of messages for one handler and team: [int32 handler word][int32 function word][uint32 count]
+/// [uint32 team].
+inline constexpr std::size_t group_header_bytes = 16;
 
 /// What identifies a group: the trampoline's word and, for function-pointer handlers, the function's word.
 inline std::uint64_t group_key(std::int32_t word, std::int32_t function = 0) {
@@ -93,6 +97,7 @@ struct outbox {
   std::byte* cur = nullptr;
   std::byte* end = nullptr;
   std::uint64_t key = 0;  // of the open group (group_key); 0: none (word 0 is the anchor, never a trampoline)
+  std::uint32_t team = 0;  // of the open group
   std::uint32_t count = 0;
   std::byte* count_at = nullptr;
   block bytes{};
@@ -106,7 +111,7 @@ class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
 
-  engine() : run_(++runs_started()), rt_(&shoal::detail::rt()) {
+  engine() : run_(shoal::detail::rt().run), rt_(&shoal::detail::rt()) {
     auto& r = *rt_;
     SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
     SHOAL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -144,14 +149,16 @@ class engine {
     outbox& o = out_[static_cast<std::size_t>(dest)];
     for (;;) {
       const auto room = static_cast<std::size_t>(o.end - o.cur);
-      if (o.key == key && room >= body) break;
+      if (o.key == key && o.team == team_ && room >= body) break;
       if (room >= group_header_bytes + body) {
         close_group(o);
         const std::uint32_t words[2] = {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
         std::memcpy(o.cur, words, sizeof words);  // the handler word, then the function word
         o.count_at = o.cur + sizeof words;
+        std::memcpy(o.count_at + 4, &team_, sizeof team_);
         o.cur += group_header_bytes;
         o.key = key;
+        o.team = team_;
         break;
       }
       if (o.cur != o.begin) {
@@ -210,15 +217,17 @@ class engine {
   /// any rank. Mattern's four-counter method over waves of MPI_Iallreduce: wave k sums (sent, handled) over all
   /// ranks; when the `handled` sum of wave k-1 equals the `sent` sum of wave k, the system was quiescent at the end
   /// of wave k-1 and, since only handlers send while every rank is in here, it still is.
-  void quiesce() {
+  /// With a team (its communicator and id, not 0): the same over the team's ranks and the messages of that team only
+  /// (a team's messages travel between its ranks, and its handlers send only messages of the team).
+  void quiesce(MPI_Comm team_comm = MPI_COMM_NULL, std::uint32_t team = 0) {
     if (depth_ > 0) throw usage_error("shoal::am::barrier: called from inside a handler (it is collective)");
     std::uint64_t previous_handled = ~std::uint64_t{0};
     for (;;) {
       poll();
-      std::uint64_t local[2] = {sent(), handled_};
+      std::uint64_t local[2] = {team == 0 ? sent() : sent(team), team == 0 ? handled_ : counts(team).handled};
       std::uint64_t global[2] = {0, 0};
       MPI_Request req;
-      SHOAL_MPI(MPI_Iallreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, comm_, &req));
+      SHOAL_MPI(MPI_Iallreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, team == 0 ? comm_ : team_comm, &req));
       shoal::detail::wait_request(req);  // runs shoal::progress(), hence poll()
       if (global[0] == previous_handled) break;
       previous_handled = global[1];
@@ -279,9 +288,25 @@ class engine {
     for (const int dest : dirty_) n += out_[static_cast<std::size_t>(dest)].count;
     return n;
   }
+  /// The same for the messages of one team (id not 0).
+  std::uint64_t sent(std::uint32_t team) {
+    std::uint64_t n = counts(team).sent;
+    for (const int dest : dirty_) {
+      const outbox& o = out_[static_cast<std::size_t>(dest)];
+      if (o.key != 0 && o.team == team) n += o.count;
+    }
+    return n;
+  }
   std::uint64_t handled() const { return handled_; }
   /// Trampolines that run several messages in one call count all but the last (dispatch counts that one).
-  void count_handled() { ++handled_; }
+  void count_handled() {
+    ++handled_;
+    if (team_ != 0) ++counts(team_).handled;
+  }
+
+  /// The team of the messages sent now: the running handler's, else the one a team_scope set (0: world()).
+  std::uint32_t team() const { return team_; }
+  void set_team(std::uint32_t team) { team_ = team; }
   /// Changes whenever a handler loop starts (trampolines use it to notice that a nested loop ran).
   std::uint64_t loop_epoch() const { return loop_epoch_; }
   std::uint64_t buffers_sent() const { return buffers_sent_; }
@@ -328,6 +353,7 @@ class engine {
     if (o.key == 0) return;
     std::memcpy(o.count_at, &o.count, sizeof o.count);
     sent_ += o.count;
+    if (o.team != 0) counts(o.team).sent += o.count;
     o.key = 0;
     o.count = 0;
   }
@@ -485,6 +511,7 @@ class engine {
       std::memcpy(&word, b.pos, sizeof word);
       std::memcpy(&b.function, b.pos + 4, sizeof b.function);
       std::memcpy(&count, b.pos + 8, sizeof count);
+      std::memcpy(&b.team, b.pos + 12, sizeof b.team);
       if (count == 0) throw_corrupt();
       b.pos += group_header_bytes;
       b.run = reinterpret_cast<trampoline>(anchor_address() + word);
@@ -495,22 +522,29 @@ class engine {
     struct scope {
       engine& e;
       int saved;
+      std::uint32_t saved_team;
       ~scope() {
+        e.count_handled();  // for the message's team, before the sender's team is restored
         e.source_ = saved;
+        e.team_ = saved_team;
         --e.depth_;
-        ++e.handled_;
       }
-    } guard{*this, source_};
+    } guard{*this, source_, team_};
     source_ = b.source;
+    team_ = b.team;  // what the handler sends belongs to its message's team
     ++depth_;
     run(b);
   }
 
   [[noreturn]] static void throw_corrupt() { throw error("shoal::am: malformed message group (corrupt stream)"); }
 
-  static std::uint64_t& runs_started() {
-    static std::uint64_t n = 0;
-    return n;
+  struct team_counts {
+    std::uint64_t sent = 0;     // messages of the team's closed groups
+    std::uint64_t handled = 0;  // messages of the team whose handler finished here
+  };
+  team_counts& counts(std::uint32_t team) {
+    if (team >= teams_.size()) teams_.resize(team + 1);
+    return teams_[team];
   }
 
   std::uint64_t run_;
@@ -531,6 +565,8 @@ class engine {
 
   int source_ = -1;
   int depth_ = 0;
+  std::uint32_t team_ = 0;          // see team()
+  std::vector<team_counts> teams_;  // per team id (world()'s messages count in sent_ / handled_ only)
   std::uint64_t sent_ = 0;     // messages of closed groups (for quiescence; see sent())
   std::uint64_t handled_ = 0;  // messages whose handler finished (for quiescence)
   std::uint64_t buffers_sent_ = 0;
@@ -552,6 +588,19 @@ class engine {
   std::vector<std::shared_ptr<void>> pending_;
   std::vector<std::uint32_t> free_slots_;
   std::size_t live_rpcs_ = 0;
+};
+
+/// Sends made while it lives belong to team `id` (messages of a container on that team); restores the previous team.
+class team_scope {
+ public:
+  team_scope(engine& e, std::uint32_t id) : e_(e), saved_(e.team()) { e.set_team(id); }
+  ~team_scope() { e_.set_team(saved_); }
+  team_scope(const team_scope&) = delete;
+  team_scope& operator=(const team_scope&) = delete;
+
+ private:
+  engine& e_;
+  std::uint32_t saved_;
 };
 
 /// The engine of this run, or a usage_error (before the environment, after finalize).

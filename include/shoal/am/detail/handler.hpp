@@ -211,7 +211,7 @@ void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Pref
     constexpr std::size_t need = (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
     outbox& o = e.out(dest);
     std::byte* p = o.cur;
-    if (o.key == key && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
+    if (o.key == key && o.team == e.team() && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
       o.cur = p + need;
       ++o.count;
     } else {

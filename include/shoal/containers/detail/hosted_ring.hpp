@@ -69,7 +69,7 @@ template <class T>
 struct ring_write_state final : future_state<bool> {
   std::vector<T> values;
   std::vector<future<void>> pieces;
-  int host = 0;
+  int host = 0;  // environment rank
   bool test() override {
     if (done) return true;
     for (auto& piece : pieces)
@@ -87,15 +87,18 @@ class hosted_ring {
 
   hosted_ring() = default;
 
-  /// Collective: `host` allocates the counters and `capacity` slots.
-  hosted_ring(int host, std::size_t capacity, const char* container) : container_(container) {
+  /// Collective over `team`: team rank `host` allocates the counters and `capacity` slots.
+  hosted_ring(int host, std::size_t capacity, const char* container, const shoal::team& team)
+      : container_(container), reg_(team, std::string("shoal::") + container) {
     check_capacity(capacity);
-    control_ = hosted_allocation<position>(host, word_count, container);
-    data_ = hosted_allocation<T>(host, capacity, container);
+    control_ = hosted_allocation<position>(reg_, host, word_count);
+    data_ = hosted_allocation<T>(reg_, host, capacity);
     if (is_host()) set_local_positions(0, 0);
     reset_cache(0);
-    world().barrier();  // the counters are zero before anyone claims a slot
+    team.barrier();  // the counters are zero before anyone claims a slot
   }
+
+  const shoal::team& team() const noexcept { return reg_.team(); }
 
   int host() const noexcept { return data_.host(); }
   std::size_t capacity() const noexcept { return data_.count(); }
@@ -103,18 +106,13 @@ class hosted_ring {
   const char* container() const noexcept { return container_; }
 
   /// Throws usage_error when the handle owns nothing (moved from).
-  void check_valid() const {
-    if (data_.empty()) {
-      throw usage_error(std::string("shoal::") + container_ +
-                        ": this handle was moved from (or never constructed); use the object it was moved to");
-    }
-  }
+  void check_valid() const { reg_.check(); }
   /// Throws usage_error unless the calling rank is the host (for promise::local).
   void check_host(const char* operation) const {
     check_valid();
     if (!is_host()) {
       throw usage_error(std::string("shoal::") + container_ + "::" + operation + " with promise::local on rank " +
-                        std::to_string(shoal::rank()) + ": only the host (rank " + std::to_string(host()) +
+                         std::to_string(reg_.rank()) + ": only the host (rank " + std::to_string(host()) +
                         ") may use the local promise; other ranks use promise::push / promise::pop / the default");
     }
   }
@@ -224,7 +222,7 @@ class hosted_ring {
   future<bool> async_write(position first, std::vector<T> values) {
     auto state = std::make_shared<ring_write_state<T>>();
     state->values = std::move(values);
-    state->host = host();
+    state->host = data_.ptr().rank();
     for_each_piece(first, state->values.size(), [&](std::size_t slot, std::size_t done, std::size_t count) {
       state->pieces.push_back(async_put(data_.ptr() + static_cast<std::ptrdiff_t>(slot),
                                         state->values.data() + done, count));
@@ -266,44 +264,47 @@ class hosted_ring {
   void resize(std::size_t new_capacity) {
     check_valid();
     check_capacity(new_capacity);
-    world().barrier();  // every operation of the phase on the old ring is complete
+    team().barrier();  // every operation of the phase on the old ring is complete
     position live = 0;
     if (is_host()) live = local_ref(ring_word::tail).load() - local_ref(ring_word::head).load();
-    live = world().broadcast(live, host());
+    live = team().broadcast(live, host());
     if (new_capacity < live) {
       throw usage_error(std::string("shoal::") + container_ + "::resize(" + std::to_string(new_capacity) +
                         "): the queue holds " + std::to_string(live) + " values; pass a capacity of at least " +
                         std::to_string(live) + " (the contents are unchanged)");
     }
-    hosted_allocation<T> fresh(host(), new_capacity, container_);  // on failure every rank throws, contents intact
+    hosted_allocation<T> fresh(reg_, host(), new_capacity);  // on failure every rank throws, contents intact
     if (is_host()) {
       const position head = local_ref(ring_word::head).load();
       read_local(head, fresh.local(), static_cast<std::size_t>(live));
       set_local_positions(0, live);
     }
-    data_ = std::move(fresh);  // the host frees the old ring
+    reg_.deallocate(data_.ptr());  // the host frees the old ring
+    data_ = std::move(fresh);
     reset_cache(live);
-    world().barrier();  // nobody claims a slot before the host has rewritten the counters
+    team().barrier();  // nobody claims a slot before the host has rewritten the counters
   }
 
   /// Collective. Ends the current phase and moves the queue (counters and live values) to `new_host`.
   void migrate(int new_host) {
     check_valid();
-    check_host_rank(new_host, container_);
-    world().barrier();
+    reg_.check_host(new_host);
+    team().barrier();
     if (new_host == host()) return;
-    hosted_allocation<position> control(new_host, word_count, container_);
-    hosted_allocation<T> data(new_host, capacity(), container_);
+    hosted_allocation<position> control(reg_, new_host, word_count);
+    hosted_allocation<T> data(reg_, new_host, capacity());
     position live = 0;
-    if (shoal::rank() == new_host) {
+    if (reg_.rank() == new_host) {
       const position head = atomic_load(word(ring_word::head));
       live = atomic_load(word(ring_word::tail)) - head;
       read(head, data.local(), static_cast<std::size_t>(live));  // nR from the old host
       store_positions(control.local(), 0, live);
     }
-    live = world().broadcast(live, new_host);
-    world().barrier();  // the old host frees only after the new host has read everything
-    control_ = std::move(control);  // the old host frees the old storage here
+    live = team().broadcast(live, new_host);
+    team().barrier();  // the old host frees only after the new host has read everything
+    reg_.deallocate(control_.ptr());  // the old host frees the old storage here
+    reg_.deallocate(data_.ptr());
+    control_ = std::move(control);
     data_ = std::move(data);
     reset_cache(live);
   }
@@ -361,6 +362,7 @@ class hosted_ring {
   }
 
   const char* container_ = "queue";
+  registration reg_;  // declared before the blocks it owns
   hosted_allocation<position> control_;
   hosted_allocation<T> data_;
   std::array<position, word_count> cache_{};

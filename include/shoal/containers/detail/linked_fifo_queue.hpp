@@ -35,17 +35,11 @@ class linked_fifo_queue {
 
   /// Collective. `pushes_per_rank` nodes are reserved on each rank; the head and tail live on `host`.
   explicit linked_fifo_queue(std::size_t pushes_per_rank, int host = 0, int clock_sync_rounds = 16)
-      : me_(shoal::rank()), host_(host), pool_size_(pushes_per_rank + 1), clock_(clock_sync_rounds) {
-    if (host < 0 || host >= shoal::size()) {
-      throw usage_error("shoal::detail::linked_fifo_queue: host rank " + std::to_string(host) + " is not in the team");
-    }
-    ends_ = allocate_collective<std::uint64_t>(2);
-    try {
-      pools_ = allocate_collective<node>(pool_size_);
-    } catch (...) {
-      deallocate(ends_[static_cast<std::size_t>(me_)]);
-      throw;
-    }
+      : reg_(world(), "shoal::detail::linked_fifo_queue"), me_(shoal::rank()), host_(host), pool_size_(pushes_per_rank + 1),
+        clock_(clock_sync_rounds, world()) {
+    reg_.check_host(host);
+    ends_ = reg_.allocate_collective<std::uint64_t>(2);
+    pools_ = reg_.allocate_collective<node>(pool_size_);  // on failure reg_ frees ends_
     node* mine = pools_[static_cast<std::size_t>(me_)].local();
     for (std::size_t i = 0; i < pool_size_; ++i) mine[i].sequence = 0;
     if (me_ == host_) {  // node 0 of the host is the dummy
@@ -57,12 +51,7 @@ class linked_fifo_queue {
     barrier();
   }
 
-  ~linked_fifo_queue() {
-    if (!is_initialized()) return;
-    barrier();
-    deallocate(pools_[static_cast<std::size_t>(me_)]);
-    deallocate(ends_[static_cast<std::size_t>(me_)]);
-  }
+  // Destruction: collective (registration: barrier, then this rank frees its blocks; nothing after finalize).
 
   linked_fifo_queue(const linked_fifo_queue&) = delete;
   linked_fifo_queue& operator=(const linked_fifo_queue&) = delete;
@@ -125,6 +114,7 @@ class linked_fifo_queue {
     return global_ptr<item_type>(p.rank(), p.offset() + relaxed_item_offset<T>);
   }
 
+  registration reg_;
   int me_;
   int host_;
   std::size_t pool_size_;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/heap.hpp"
 #include "shoal/core/rma.hpp"
@@ -46,39 +47,32 @@ class message_exchange {
     std::vector<std::byte> payload;
   };
 
-  /// Collective: every rank hosts `slots` slots of `message_bytes` payload bytes.
-  message_exchange(std::size_t message_bytes, std::size_t slots, const char* owner_name)
-      : message_bytes_(message_bytes), slots_(slots), name_(owner_name) {
+  /// Collective over `team`: every rank of the team hosts `slots` slots of `message_bytes` payload bytes. Ranks
+  /// (append's `dest`, message::source) are team ranks.
+  message_exchange(std::size_t message_bytes, std::size_t slots, const char* owner_name,
+                   const shoal::team& team = shoal::world())
+      : reg_(team, owner_name), message_bytes_(message_bytes), slots_(slots), name_(owner_name) {
     if (message_bytes == 0 || slots == 0) {
       throw usage_error(std::string(name_) + ": message_bytes and mailbox_messages must be positive");
     }
-    const int p = shoal::size();
-    me_ = shoal::rank();
-    tails_ = allocate_collective<std::uint64_t>(1);
+    const int p = team.size();
+    me_ = team.rank();
+    tails_ = reg_.allocate_collective<std::uint64_t>(1);
     slot_stride_ = (header_bytes + message_bytes + 15) & ~std::size_t{15};
-    try {
-      boxes_ = allocate_collective<std::byte>(slot_stride_ * slots);
-    } catch (...) {
-      deallocate(tails_[static_cast<std::size_t>(me_)]);
-      throw;
-    }
+    boxes_ = reg_.allocate_collective<std::byte>(slot_stride_ * slots);  // on failure reg_ frees tails_
     *tails_[static_cast<std::size_t>(me_)].local() = 0;
     outbox_.resize(static_cast<std::size_t>(p));
     pending_.resize(static_cast<std::size_t>(p));
     seq_.assign(static_cast<std::size_t>(p), 0);
     full_.assign(static_cast<std::size_t>(p), false);
     for (auto& o : outbox_) o.resize(header_bytes);
-    barrier();
-  }
-  ~message_exchange() {
-    if (tails_.empty()) return;
-    deallocate(tails_[static_cast<std::size_t>(me_)]);
-    deallocate(boxes_[static_cast<std::size_t>(me_)]);
+    team.barrier();
   }
   message_exchange(const message_exchange&) = delete;
   message_exchange& operator=(const message_exchange&) = delete;
 
   std::size_t message_bytes() const { return message_bytes_; }
+  const shoal::team& team() const noexcept { return reg_.team(); }
 
   /// Appends one record to the outbox for `dest`; `write(byte_writer&)` serializes it. Ships the outbox when the
   /// record would overflow `message_bytes`. Local unless a message is shipped (then A + W).
@@ -125,11 +119,11 @@ class message_exchange {
         ship_pending(d);
         if (outbox_[static_cast<std::size_t>(d)].size() > header_bytes) ship(d);
       }
-      barrier();
+      reg_.team().barrier();
       drain_own_mailbox();
       bool pending = false;
       for (const auto& q : pending_) pending = pending || !q.empty();
-      if (allreduce(pending ? 1 : 0, op::max{}) == 0) break;
+      if (reg_.team().allreduce(pending ? 1 : 0, op::max{}) == 0) break;
     }
     std::sort(received_.begin(), received_.end(), [](const message& a, const message& b) {
       return a.source != b.source ? a.source < b.source : a.seq < b.seq;
@@ -196,6 +190,7 @@ class message_exchange {
     atomic_store(tail, std::uint64_t{0});
   }
 
+  registration reg_;  // the team, and the mailboxes (freed collectively)
   std::size_t message_bytes_;
   std::size_t slots_;
   const char* name_;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "shoal/am.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/hash.hpp"
@@ -92,12 +93,6 @@ inline std::uint64_t rejected_in(const batch_insert_result& r) { return r.reject
 template <class W>
 std::uint64_t rejected_in(const W&) {
   return 0;
-}
-
-/// The containers alive on this rank, by id (the same on every rank: containers are created collectively).
-inline std::vector<void*>& owner_table_registry() {
-  static std::vector<void*> registry;
-  return registry;
 }
 
 /// Something waiting for replies.
@@ -199,10 +194,11 @@ class owner_table {
   using shard_type = typename Family::template table<K, Stored>;
   static_assert(local::table<shard_type>, "the local-table family must provide a shoal::local::table");
 
-  owner_table(const dist_map_options& opts, std::string name)
-      : name_(std::move(name)), me_(shoal::rank()), capacity_(opts.capacity_per_rank),
+  /// Collective over `team`; owners, servers and origins are team ranks.
+  owner_table(const dist_map_options& opts, std::string name, const shoal::team& team)
+      : reg_(team, name), name_(std::move(name)), me_(team.rank()), capacity_(opts.capacity_per_rank),
         blocking_factor_(opts.blocking_factor), placement_(opts.placement), seed_(opts.seed) {
-    const int np = shoal::size();
+    const int np = team.size();
     if (opts.servers.empty()) {
       for (int r = 0; r < np; ++r) owners_.push_back(r);
       service_ = false;
@@ -227,27 +223,31 @@ class owner_table {
     for (int s : owners_) owns_shard_ = owns_shard_ || s == me_;
     touched_.assign(static_cast<std::size_t>(np), 0);
     from_origin_.resize(static_cast<std::size_t>(np));
-    auto& registry = owner_table_registry();
-    id_ = 0;
-    while (id_ < registry.size() && registry[id_] != nullptr) ++id_;
-    if (id_ == registry.size()) registry.push_back(nullptr);
-    registry[id_] = this;
-    shoal::barrier();  // every rank registered before anyone sends
+    reg_.register_target(this);
+    id_ = reg_.slot();
+    team.barrier();  // every rank registered before anyone sends
   }
 
   owner_table(const owner_table&) = delete;
   owner_table& operator=(const owner_table&) = delete;
 
+  /// Collective over the team: completes this rank's operations, then reg_ waits for the team (other ranks' fences
+  /// are still answered meanwhile) and frees the slot, before any member is destroyed. Nothing after the
+  /// environment has ended.
   ~owner_table() {
-    if (shoal::is_initialized()) {
+    if (run_is_live(reg_.run())) {
       try {
-        flush();
+        wait();
       } catch (const std::exception&) {
         // Destruction must not throw; the errors of fire-and-forget operations are reported by an explicit flush().
       }
     }
-    owner_table_registry()[id_] = nullptr;
+    reg_.release();
   }
+
+  const shoal::team& team() const noexcept { return reg_.team(); }
+  /// Throws usage_error when the container belongs to an ended environment.
+  void check() const { reg_.check(); }
 
   // ---- placement ---------------------------------------------------------------------------------------------
 
@@ -298,7 +298,7 @@ class owner_table {
     } else {
       const std::uint32_t slot = add_pending(state, 0);
       touch(owner);
-      shoal::async(owner, &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
+      shoal::async(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
     }
     using base = future_state<future_value_t<R>>;
     return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
@@ -316,14 +316,14 @@ class owner_table {
       }
     } else {
       touch(owner);
-      shoal::async(owner, &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
+      shoal::async(to_world(owner), &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
     }
   }
 
   /// Splits input positions 0..n-1 by owner rank (key_at(i) gives the key of position i).
   template <class KeyAt>
   std::vector<std::vector<std::size_t>> split_by_owner(std::size_t n, KeyAt&& key_at) const {
-    std::vector<std::vector<std::size_t>> by_owner(static_cast<std::size_t>(shoal::size()));
+    std::vector<std::vector<std::size_t>> by_owner(static_cast<std::size_t>(team().size()));
     for (std::size_t i = 0; i < n; ++i) by_owner[static_cast<std::size_t>(owner_of(key_at(i)))].push_back(i);
     return by_owner;
   }
@@ -361,7 +361,7 @@ class owner_table {
         touch(owner);
         std::apply(
             [&](auto&&... a) {
-              shoal::async(owner, &on_call<Op, std::decay_t<decltype(a)>...>, id_, slot, std::move(a)...);
+              shoal::async(to_world(owner), &on_call<Op, std::decay_t<decltype(a)>...>, id_, slot, std::move(a)...);
             },
             args);
       }
@@ -377,7 +377,7 @@ class owner_table {
     for (int o : touched_list_) {
       touched_[static_cast<std::size_t>(o)] = 0;
       ++fences_;
-      shoal::async(o, &on_fence, id_);
+      shoal::async(to_world(o), &on_fence, id_);
     }
     touched_list_.clear();
     issued_ = 0;
@@ -393,7 +393,7 @@ class owner_table {
     } catch (...) {
       failure = std::current_exception();
     }
-    shoal::barrier();
+    team().barrier();
     if (failure) std::rethrow_exception(failure);
   }
 
@@ -407,7 +407,7 @@ class owner_table {
     }
     while (clients_closed_ < clients_) shoal::progress();
     clients_closed_ = 0;
-    shoal::barrier();
+    team().barrier();
   }
 
   /// Client ranks: completes this rank's operations and tells the servers it is done. Collective with serve().
@@ -421,9 +421,9 @@ class owner_table {
     } catch (...) {
       failure = std::current_exception();
     }
-    for (int s : owners_) shoal::async(s, &on_client_closed, id_);
+    for (int s : owners_) shoal::async(to_world(s), &on_client_closed, id_);
     shoal::am::flush();
-    shoal::barrier();
+    team().barrier();
     if (failure) std::rethrow_exception(failure);
   }
 
@@ -441,7 +441,12 @@ class owner_table {
     return name_ + ": operation failed at its owner, rank " + std::to_string(me_) + ": " + e.what();
   }
 
-  static owner_table& lookup(std::uint32_t id) { return *static_cast<owner_table*>(owner_table_registry()[id]); }
+  static owner_table& lookup(std::uint32_t id) { return *static_cast<owner_table*>(handler_target(id)); }
+
+  /// The environment rank of team rank r (messages travel between environment ranks).
+  int to_world(int r) const { return reg_.team().to_world(r); }
+  /// Inside a handler: the team rank of the rank that sent the message.
+  int origin() const { return reg_.team().from_world(am::current_source()); }
 
   void before_issue() {
     if (blocking_factor_ != 0 && issued_ >= blocking_factor_) wait();
@@ -492,7 +497,7 @@ class owner_table {
   template <class Op, class... Args>
   static void on_call(std::uint32_t id, std::uint32_t slot, Args... args) {
     auto& self = lookup(id);
-    const int origin = am::current_source();
+    const int origin = self.origin();
     std::optional<typename Op::wire> result;
     std::string what;
     try {
@@ -500,8 +505,8 @@ class owner_table {
     } catch (const std::exception& e) {
       what = self.failure_text(e);
     }
-    if (result) shoal::async(origin, &on_reply<typename Op::wire>, id, slot, std::move(*result));
-    else shoal::async(origin, &on_reply_error, id, slot, std::move(what));
+    if (result) shoal::async(self.to_world(origin), &on_reply<typename Op::wire>, id, slot, std::move(*result));
+    else shoal::async(self.to_world(origin), &on_reply_error, id, slot, std::move(what));
   }
 
   template <class Wire>
@@ -518,7 +523,7 @@ class owner_table {
   template <class Op, class... Args>
   static void on_post(std::uint32_t id, Args... args) {
     auto& self = lookup(id);
-    const int origin = am::current_source();
+    const int origin = self.origin();
     auto& report = self.from_origin_[static_cast<std::size_t>(origin)];
     try {
       report.rejected += rejected_in(Op::apply(self, origin, std::move(args)...));
@@ -531,9 +536,9 @@ class owner_table {
 
   static void on_fence(std::uint32_t id) {
     auto& self = lookup(id);
-    const int origin = am::current_source();
+    const int origin = self.origin();
     origin_report r = std::exchange(self.from_origin_[static_cast<std::size_t>(origin)], {});
-    shoal::async(origin, &on_fence_reply, id, r.rejected, std::move(r.error));
+    shoal::async(self.to_world(origin), &on_fence_reply, id, r.rejected, std::move(r.error));
   }
 
   static void on_fence_reply(std::uint32_t id, std::uint64_t rejected, std::string error) {
@@ -545,6 +550,7 @@ class owner_table {
 
   static void on_client_closed(std::uint32_t id) { ++lookup(id).clients_closed_; }
 
+  registration reg_;  // the team, the run and the handler slot (released last, after the destructor's wait)
   std::string name_;
   std::uint32_t id_ = 0;
   int me_;
@@ -617,8 +623,10 @@ class owner_container {
   void close() { t_.close(); }
   /// True on the ranks that store data (every rank co-located; the servers in the service layout).
   bool is_owner() const { return t_.owns_shard(); }
-  /// The rank that owns `key`.
+  /// The team rank that owns `key`.
   int owner(const K& key) const { return t_.owner_of(key); }
+  /// The team the container lives on.
+  const shoal::team& team() const noexcept { return t_.team(); }
 
   /// Entries (key-value pairs) stored on this rank.
   std::size_t local_size() const { return t_.entries(); }
@@ -632,7 +640,7 @@ class owner_container {
   void for_all(F&& fn) {
     flush();
     local_for_each(fn);
-    shoal::barrier();
+    t_.team().barrier();
   }
   /// Collective: flush(), then op-combines map(k, stored) over every key of every rank (identity: op's neutral
   /// element; op as for shoal::allreduce).
@@ -641,26 +649,29 @@ class owner_container {
     flush();
     T acc = identity;
     t_.shard().for_each([&](const K& k, Stored& v) { acc = op(acc, map(k, v)); });
-    return shoal::allreduce(acc, op);
+    return t_.team().allreduce(acc, op);
   }
   /// Collective: the number of entries on every rank.
   std::size_t size() {
     flush();
-    return shoal::allreduce(local_size(), op::sum{});
+    return t_.team().allreduce(local_size(), op::sum{});
   }
 
  protected:
   using engine = owner_table<K, Stored, Family>;
 
-  owner_container(const dist_map_options& options, std::string name) : t_(options, std::move(name)) {}
+  owner_container(const dist_map_options& options, std::string name, const shoal::team& team)
+      : t_(options, std::move(name), team) {}
 
   template <class Op, class R, class Convert, class... Args>
   future<R> call(K key, Args&&... args) {
+    t_.check();
     const int owner = t_.owner_of(key);
     return t_.template call<Op, R, Convert>(owner, std::move(key), std::forward<Args>(args)...);
   }
   template <class Op, class... Args>
   void post(K key, Args&&... args) {
+    t_.check();
     const int owner = t_.owner_of(key);
     t_.template post<Op>(owner, std::move(key), std::forward<Args>(args)...);
   }

@@ -53,9 +53,11 @@ namespace detail {
 /// The blobs one container allocated on this rank, and the return of released blobs to their owners.
 class blob_heap {
  public:
-  /// Collective.
-  blob_heap() : returns_(4096, 4, "shoal blob_heap") {}
+  /// Collective over `team`.
+  explicit blob_heap(const shoal::team& team) : returns_(4096, 4, "shoal blob_heap", team) {}
+  /// Frees this rank's blobs, unless the environment they were allocated in has ended (they went with it).
   ~blob_heap() {
+    if (!run_is_live(run_)) return;
     for (auto raw : mine_) deallocate(global_ptr<std::byte>::from_raw(raw));
   }
   blob_heap(const blob_heap&) = delete;
@@ -77,7 +79,7 @@ class blob_heap {
       return;
     }
     const auto raw = p.raw();
-    returns_.append(p.rank(), [&](byte_writer& w) { w.write(raw); });
+    returns_.append(returns_.team().from_world(p.rank()), [&](byte_writer& w) { w.write(raw); });
   }
 
   /// Collective: returns released blobs to their owners, who free them.
@@ -96,6 +98,7 @@ class blob_heap {
     deallocate(global_ptr<std::byte>::from_raw(raw));
   }
 
+  std::uint64_t run_ = current_run();
   absl::flat_hash_set<std::uint64_t> mine_;
   message_exchange returns_;
 };

@@ -23,12 +23,13 @@ namespace shoal::detail {
 
 class synchronized_clock {
  public:
-  /// Collective over world(): estimates this rank's offset to rank 0 with `rounds` ping-pong rounds per rank.
-  explicit synchronized_clock(int rounds) {
+  /// Collective over `team`: estimates this rank's offset to the team's rank 0 with `rounds` ping-pong rounds per
+  /// rank.
+  explicit synchronized_clock(int rounds, const team& team = world()) {
     MPI_Comm comm;
-    SHOAL_MPI(MPI_Comm_dup(world().comm(), &comm));
-    const int me = world().rank();
-    const int np = world().size();
+    SHOAL_MPI(MPI_Comm_dup(team.comm(), &comm));
+    const int me = team.rank();
+    const int np = team.size();
     std::int64_t best_rtt = 0;
     if (me == 0) {
       for (int peer = 1; peer < np; ++peer) {
@@ -54,7 +55,7 @@ class synchronized_clock {
       }
     }
     SHOAL_MPI(MPI_Comm_free(&comm));
-    error_bound_ns_ = world().allreduce((best_rtt + 1) / 2, op::max{});
+    error_bound_ns_ = team.allreduce((best_rtt + 1) / 2, op::max{});
   }
 
   /// Nanoseconds on rank 0's steady clock (as estimated on this rank).

@@ -41,6 +41,7 @@ class progress_thread;
 
 struct runtime {
   bool owns_mpi = false;
+  std::uint64_t run = 0;  // which environment of this process this is (1, 2, ...): see run_is_live
 
   MPI_Comm comm = MPI_COMM_NULL;  // a duplicate of the user's communicator: shoal's traffic never meets theirs
   int rank = 0;
@@ -71,6 +72,8 @@ struct runtime {
   std::uint64_t progress_arrivals = 0;  // bumped by progress hooks when something arrived from another rank
   int one_sided_waits = 0;  // one-sided waits running on the calling thread (see detail::one_sided_wait)
   std::vector<std::function<void()>> finalize_hooks;  // run in reverse order before the window is freed
+  std::vector<void*> handler_targets;  // containers that receive messages, by slot (detail::registration)
+  std::uint32_t next_team_id = 1;  // team ids this rank has not used yet (0 is world()); see team::id
 };
 
 /// Functions every environment runs (collectively, in registration order) once the runtime is up, before its
@@ -83,6 +86,14 @@ inline std::vector<void (*)()>& start_hooks() {
 
 inline runtime* g_runtime = nullptr;
 inline bool g_finalized = false;
+inline std::uint64_t g_runs_started = 0;  // environments started by this process so far
+
+/// True while the environment of run `run` is up. Memory, communicators and handler slots of a run belong to it:
+/// after its finalize they are gone, and a later environment (another run) must never receive frees of them.
+inline bool run_is_live(std::uint64_t run) noexcept { return g_runtime != nullptr && g_runtime->run == run; }
+
+/// The run of the environment that is up, 0 when none is.
+inline std::uint64_t current_run() noexcept { return g_runtime != nullptr ? g_runtime->run : 0; }
 
 [[noreturn]] inline void throw_not_running() {
   if (g_finalized) {
