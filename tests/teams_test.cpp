@@ -150,7 +150,9 @@ TEST(Teams, TwoDisjointTeamsAtTheSameTime) {
   EXPECT_EQ(half.rank(), shoal::rank() / 2);
   for (int r = 0; r < half.size(); ++r) EXPECT_EQ(half.to_world(r), 2 * r + shoal::rank() % 2);
   EXPECT_EQ(half.from_world(shoal::rank()), half.rank());
-  if (shoal::size() > 1) EXPECT_EQ(half.from_world(shoal::rank() % 2 == 0 ? 1 : 0), -1);  // the other parity
+  if (shoal::size() > 1) {
+    EXPECT_EQ(half.from_world(shoal::rank() % 2 == 0 ? 1 : 0), -1);  // the other parity
+  }
   exercise(half);
   shoal::barrier();
   EXPECT_EQ(shoal::heap_in_use(), before);  // every container freed what it took, on its own team
@@ -197,7 +199,9 @@ TEST(Teams, FromTheUsersCommSplit) {
   for (int r = 0; r < shoal::size(); ++r) expected_size += r % 3 == world_rank % 3 ? 1 : 0;
   ASSERT_EQ(t.size(), expected_size);
   for (int r = 0; r < t.size(); ++r) EXPECT_EQ(t.to_world(r) % 3, world_rank % 3);
-  if (t.size() > 1) EXPECT_GT(t.to_world(0), t.to_world(1));
+  if (t.size() > 1) {
+    EXPECT_GT(t.to_world(0), t.to_world(1));
+  }
   EXPECT_EQ(t.to_world(t.rank()), shoal::rank());
   EXPECT_NE(t.comm(), shoal::world().comm());
   EXPECT_LE(t.node().size(), t.size());
