@@ -14,7 +14,7 @@
 // (same_op_no_op) lets an implementation assume that concurrent atomics on one word use one operation — MPICH relies
 // on it, and mixing fetch_add, XOR and CAS on a word loses updates there. Each CAS guesses the common value (a
 // reader enters "ready, no reader" and leaves "ready, one reader"), so the common case costs what fetch_add / XOR
-// would. Keys and values are stored as described in detail/stored.hpp: trivially
+// would. Keys and values are stored as described in containers/storage.hpp: trivially
 // copyable types inline, shoal::fixed<T, N> inline serialized, other types (std::string, std::vector, cereal types)
 // as blobs.
 //
@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "shoal/containers/detail/stored.hpp"
+#include "shoal/containers/storage.hpp"
 #include "shoal/core/detail/registry.hpp"
 #include "shoal/containers/promise.hpp"
 #include "shoal/core/error.hpp"
