@@ -76,7 +76,7 @@
 #include <thread>
 #include <vector>
 
-#include "shoal/containers/detail/synchronized_clock.hpp"
+#include "shoal/core/clock.hpp"
 #include "shoal/core/detail/registry.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/error.hpp"
@@ -496,7 +496,7 @@ class relaxed_queue {
   detail::ring_order pop_order_;
   detail::ring_order push_order_;
   std::mt19937_64 rng_;
-  detail::synchronized_clock clock_;
+  synchronized_clock clock_;
   std::vector<global_ptr<detail::relaxed_ring_header>> headers_;
   std::vector<global_ptr<slot_type>> slots_;
   std::vector<candidate> held_;
