@@ -58,8 +58,8 @@ void exercise(const shoal::team& t) {
   shoal::bloom_filter<int> bf(1024, 3, {}, t);
   shoal::circular_queue<int> cq(n - 1, static_cast<std::size_t>(n), t);
   shoal::fast_queue<int> fq(0, static_cast<std::size_t>(n), t);
-  shoal::relaxed::options ro;
-  ro.capacity = 4;
+  shoal::relaxed_queue_options ro;
+  ro.capacity_per_rank = 4;
   shoal::relaxed_queue<int> rq(ro, t);
   shoal::ordered_map<int, int> om({}, t);
   EXPECT_EQ(da.team().size(), n);

@@ -91,8 +91,9 @@
 
 namespace shoal {
 
+/// Options of a hash_map (every field defaulted).
 struct hash_map_options {
-  /// Seed of the placement hash (all ranks must agree).
+  /// Seed of the placement hash; any value, the same on every rank.
   std::uint64_t seed = 0x9e3779b97f4a7c15ull;
 };
 
