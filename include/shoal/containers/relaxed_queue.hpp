@@ -1,11 +1,11 @@
 // shoal/containers/relaxed_queue.hpp — a distributed queue with relaxed FIFO order (Paznikov 2020).
 //
-// Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity_per_rank` slots in the symmetric heap,
-// with its state words and a lock word. Every element carries the time of its insertion from a clock synchronised
+// Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity_per_rank` slots in the symmetric
+// heap, with its state words and a lock word. Every element carries the time of its insertion from a clock synchronised
 // across the team when the queue is built. push puts the element into one ring (a random one, or the caller's own
-// first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of them. There is no
-// global head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than
-// the oldest one (docs/containers/relaxed_queue.md measures how near).
+// first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of them. There is no global
+// head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than the oldest
+// one (docs/containers/relaxed_queue.md measures how near).
 //
 // Operations (none is collective except construction, destruction and size()):
 //   relaxed_queue<T> q(opts = {}, team = world())
@@ -36,9 +36,10 @@
 //     wins each position). A pusher stalled between its claim and its publication hides that ring's later elements
 //     until it publishes, as in Vyukov's queue.
 //
-// Lock modes (relaxed_queue_options::mode, lock_based only). The paper brackets every ring access by MPI_Win_lock on the ring's
-// rank, EXCLUSIVE or SHARED, around the test-and-set lock. shoal keeps one MPI_Win_lock_all epoch open for the whole
-// run, so the two modes are emulated on the ring's lock word, which stands for both locks (one ring per rank):
+// Lock modes (relaxed_queue_options::mode, lock_based only). The paper brackets every ring access by MPI_Win_lock on
+// the ring's rank, EXCLUSIVE or SHARED, around the test-and-set lock. shoal keeps one MPI_Win_lock_all epoch open for
+// the whole run, so the two modes are emulated on the ring's lock word, which stands for both locks (one ring per
+// rank):
 //   exclusive  the whole word is taken by compare_exchange(0 -> locked): one atomic to lock, one to unlock.
 //   shared     the caller first registers as a shared holder (fetch_add 1 on the word's low bits: MPI_LOCK_SHARED),
 //              then takes the test-and-set bit inside it (fetch_or); one fetch_add releases both. Two more atomics
@@ -204,7 +205,8 @@ class relaxed_queue {
     slots_ = reg_.allocate_collective<slot_type>(opts_.capacity_per_rank);  // on failure reg_ frees the headers
     *headers_[static_cast<std::size_t>(me_)].local() = detail::relaxed_ring_header{};
     slot_type* mine = slots_[static_cast<std::size_t>(me_)].local();
-    for (std::size_t i = 0; i < opts_.capacity_per_rank; ++i) mine[i].sequence = i;  // lock_free: slot i is free for lap 0
+    // lock_free: slot i is free for lap 0
+    for (std::size_t i = 0; i < opts_.capacity_per_rank; ++i) mine[i].sequence = i;
     team.barrier();
   }
 
@@ -321,7 +323,8 @@ class relaxed_queue {
         .template reinterpret<std::uint64_t>();
   }
   global_ptr<item_type> item_at(int ring, std::uint64_t position) const {
-    const auto slot = slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity_per_rank);
+    const auto slot =
+        slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity_per_rank);
     return global_ptr<item_type>(slot.rank(), slot.offset() + detail::relaxed_item_offset<T>);
   }
 
@@ -457,7 +460,8 @@ class relaxed_queue {
       const auto dequeue = dequeue_word(best.ring);
       if (compare_exchange(dequeue, best.position, best.position + 1) == best.position) {
         relaxed::stamped<T> out{best.item.value, best.item.stamp, clock_.now(), best.ring};
-        atomic_store(sequence_word(best.ring, best.position), best.position + opts_.capacity_per_rank);  // free for next lap
+        // free for next lap
+        atomic_store(sequence_word(best.ring, best.position), best.position + opts_.capacity_per_rank);
         return out;
       }
       back_off(restarts);  // another popper took that head first
