@@ -281,6 +281,9 @@ TEST(Lifetime, ContainersOutliveTheirEnvironment) {
   expect_usage_error([&] { (void)old->ar.get(0); }, "made in environment run");
   expect_usage_error([&] { (void)old->om->find(0); }, "made in environment run");
   expect_usage_error([&] { old->da.team().barrier(); }, "environment that has ended");
+  EXPECT_FALSE(old->da.team().live());
+  EXPECT_TRUE(fresh.team().live());
+  EXPECT_FALSE(shoal::team().live());
   old.reset();  // destructors of run 1: no communication, no free
   EXPECT_EQ(shoal::heap_in_use(), with_fresh);
   fresh.put(static_cast<std::size_t>(shoal::rank()) % 4, 5);

@@ -31,7 +31,7 @@ class blob_heap {
   explicit blob_heap(const shoal::team& team) : returns_(4096, 4, "shoal blob_heap", team) {}
   /// Frees this rank's blobs, unless the environment they were allocated in has ended (they went with it).
   ~blob_heap() {
-    if (!run_is_live(run_)) return;
+    if (!returns_.team().live()) return;
     for (auto raw : mine_) deallocate(global_ptr<std::byte>::from_raw(raw));
   }
   blob_heap(const blob_heap&) = delete;
@@ -72,7 +72,6 @@ class blob_heap {
     deallocate(global_ptr<std::byte>::from_raw(raw));
   }
 
-  std::uint64_t run_ = current_run();
   absl::flat_hash_set<std::uint64_t> mine_;
   message_exchange returns_;
 };
