@@ -16,10 +16,12 @@ namespace {
 
 using shoal::consistency;
 using shoal::ordered_map_options;
-using shoal::detail::ordered_map::op_kind;
-using shoal::detail::ordered_map::op_result;
-using shoal::detail::ordered_map::op_spec;
-using shoal::detail::ordered_map::status;
+using op_kind = shoal::ordered_map_op;
+using status = shoal::ordered_map_status;
+template <class K, class V>
+using op_result = shoal::ordered_map_operation_result<K, V>;
+template <class K, class V>
+using op_spec = shoal::ordered_map_operation<K, V>;
 using sim = shoal::testing::simulated_service<long, long>;
 
 ordered_map_options small_options(consistency c) {

@@ -15,8 +15,10 @@ namespace {
 using shoal::consistency;
 using shoal::ordered_map;
 using shoal::ordered_map_options;
-using op_kind = shoal::detail::ordered_map::op_kind;
-using status = shoal::detail::ordered_map::status;
+using op_kind = shoal::ordered_map_op;
+using status = shoal::ordered_map_status;
+using operation = shoal::ordered_map<long, long>::operation;
+using operation_result = shoal::ordered_map<long, long>::operation_result;
 
 ordered_map_options small(consistency c) {
   ordered_map_options o;
@@ -82,8 +84,8 @@ record replay(std::map<long, long>& m, record r) {
   return r;
 }
 
-record flatten(int rank, int index, const shoal::detail::ordered_map::op_spec<long, long>& s,
-               const shoal::detail::ordered_map::op_result<long, long>& res) {
+record flatten(int rank, int index, const operation& s,
+               const operation_result& res) {
   record r{};
   r.stamp = res.head_stamp;
   r.rank = rank;
@@ -101,11 +103,11 @@ record flatten(int rank, int index, const shoal::detail::ordered_map::op_spec<lo
   return r;
 }
 
-shoal::detail::ordered_map::op_spec<long, long> random_op(std::mt19937_64& rng, long keyspace, int own_rank, int ranks) {
+operation random_op(std::mt19937_64& rng, long keyspace, int own_rank, int ranks) {
   std::uniform_int_distribution<long> key(0, keyspace - 1);
   long k = key(rng);
   if (own_rank >= 0) k = k - (k % ranks) + own_rank;
-  shoal::detail::ordered_map::op_spec<long, long> s;
+  operation s;
   s.key = k;
   const int kind = std::uniform_int_distribution<int>(0, 99)(rng);
   if (kind < 35) s.op = op_kind::insert, s.value = k * 10 + 1;
@@ -139,8 +141,8 @@ TEST(OrderedMap, TotalOrderResultsEqualASequentialReplayInHeadOrder) {
   ordered_map<long, long> m(o);
   std::mt19937_64 rng(17 + static_cast<std::uint64_t>(shoal::rank()));
   const int n = shoal::testing::scaled(300);
-  std::vector<shoal::detail::ordered_map::op_spec<long, long>> specs;
-  std::vector<shoal::future<shoal::detail::ordered_map::op_result<long, long>>> futures;
+  std::vector<operation> specs;
+  std::vector<shoal::future<operation_result>> futures;
   for (int i = 0; i < n; ++i) {
     specs.push_back(random_op(rng, 150, -1, shoal::size()));
     futures.push_back(m.async_operation(specs.back()));
@@ -166,8 +168,8 @@ TEST(OrderedMap, SequentialConsistencyAnswersEachRankInIssueOrder) {
   ordered_map<long, long> m(small(consistency::sequential));
   std::mt19937_64 rng(29 + static_cast<std::uint64_t>(shoal::rank()));
   const int n = shoal::testing::scaled(300);
-  std::vector<shoal::detail::ordered_map::op_spec<long, long>> specs;
-  std::vector<shoal::future<shoal::detail::ordered_map::op_result<long, long>>> futures;
+  std::vector<operation> specs;
+  std::vector<shoal::future<operation_result>> futures;
   bool in_order = true;
   auto check_ready_prefix = [&] {
     // From the last to the first: once a later future was seen ready, every earlier one must be ready too.

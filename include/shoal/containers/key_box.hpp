@@ -1,4 +1,4 @@
-// shoal/containers/detail/ordered_map/key_range.hpp — range queries over multi-dimensional keys.
+// shoal/containers/key_box.hpp — range queries over multi-dimensional keys (shoal::ordered_map::range).
 //
 // A multi-dimensional key is a std::tuple or std::array of integers, ordered dimension by dimension (the tuple's own
 // lexicographic operator<). A query names, per dimension, either one value or an inclusive interval, in the paper's
@@ -23,7 +23,7 @@
 
 namespace shoal {
 
-namespace detail::ordered_map {
+namespace detail {
 
 template <class T>
 struct integer_tuple : std::false_type {};
@@ -36,11 +36,11 @@ struct integer_tuple<std::array<E, N>> : std::true_type {
   static constexpr std::size_t dims = N;
 };
 
-}  // namespace detail::ordered_map
+}  // namespace detail
 
 /// Keys that range queries can address dimension by dimension: a std::tuple or std::array of integers, or one integer.
 template <class K>
-concept multi_dimensional_key = detail::ordered_map::integer_tuple<K>::value || std::integral<K>;
+concept multi_dimensional_key = detail::integer_tuple<K>::value || std::integral<K>;
 
 /// One dimension of a range query: every value in [lo, hi].
 struct dimension_range {
@@ -160,7 +160,7 @@ class key_box {
   template <class K>
   static constexpr std::size_t dims_of() {
     if constexpr (std::integral<K>) return 1;
-    else return detail::ordered_map::integer_tuple<K>::dims;
+    else return detail::integer_tuple<K>::dims;
   }
   template <class E>
   static bool fits(std::int64_t v) {
