@@ -5,6 +5,7 @@
 
 #include <map>
 #include <random>
+#include <string>
 #include <tuple>
 
 #include "shoal/containers/ordered_map.hpp"
@@ -265,6 +266,22 @@ TEST(OrderedMap, ListFullIsAClearErrorAndKeepsEverythingElse) {
   EXPECT_GT(shoal::allreduce(full, shoal::op::sum{}), 0);
   const std::size_t size = m.size();
   EXPECT_EQ(size, static_cast<std::size_t>(shoal::allreduce(inserted, shoal::op::sum{})));
+}
+
+TEST(OrderedMap, BadOptionsAreRejectedOnEveryRankNamingTheField) {
+  auto o = small(consistency::sequential);
+  o.granularity = 1;
+  try {
+    ordered_map<long, long> m(o);
+    ADD_FAILURE() << "granularity 1 accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ordered_map_options::granularity must be at least 2 (got 1)"),
+              std::string::npos)
+        << e.what();
+  }
+  ordered_map<long, long> good(small(consistency::sequential));  // the team is still usable
+  EXPECT_TRUE(good.insert(shoal::rank(), 1));
+  EXPECT_EQ(good.size(), static_cast<std::size_t>(shoal::size()));
 }
 
 TEST(OrderedMap, StaleShortcutsFailOverToTheHead) {

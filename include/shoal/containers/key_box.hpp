@@ -5,6 +5,8 @@
 // syntax: "4.[2,8].3.[1,3]" matches keys whose first dimension is 4, second in [2,8], third 3, fourth in [1,3].
 // The skip list answers it as one ordered range, from the smallest key of the box to the largest, in which every
 // node keeps only the keys inside the box (the ordering is by dimension, so the box is not contiguous).
+//
+// Cost: parse O(length of the text); contains, lowest, highest, check_for O(dimensions); no communication.
 #pragma once
 
 #include <array>

@@ -43,7 +43,11 @@
 //   Whatever the semantics, each operation is atomic and correct; a stale shortcut fails over to the head.
 //
 // Errors: shoal::container_full from an insert when every rank's nodes are in use (raise nodes_per_rank or
-// granularity in ordered_map_options); shoal::usage_error for a malformed range text.
+// granularity in ordered_map_options); shoal::usage_error for options out of range (the constructor runs
+// ordered_map_options::validate(), which names the field) and for a malformed range text.
+//
+// Types: ordered_map_options and consistency (ordered_map_options.hpp), key_box (key_box.hpp), the low-level
+// operation / operation_result and stats() counters (ordered_map_operation.hpp).
 //
 // Example:
 //   shoal::ordered_map<long, double> m;                         // collective
