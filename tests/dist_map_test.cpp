@@ -360,12 +360,12 @@ TEST(dist_map, bad_options_are_rejected_naming_the_field) {
   };
   shoal::dist_map_options o;
   o.servers = {np};
-  rejects(o, "dist_map_options::servers must list distinct team ranks in 0.." + std::to_string(np - 1) + " (got rank " +
+  rejects(o, "dist_map_options::servers must be distinct team ranks in 0.." + std::to_string(np - 1) + " (got rank " +
                  std::to_string(np) + ")");
   o.servers = {-1};
   rejects(o, "(got rank -1)");
   o.servers = {0, 0};
-  rejects(o, "dist_map_options::servers must list distinct team ranks in 0.." + std::to_string(np - 1) +
+  rejects(o, "dist_map_options::servers must be distinct team ranks in 0.." + std::to_string(np - 1) +
                  " (got rank 0 twice)");
   o.servers = {};
   o.placement = static_cast<shoal::key_placement>(9);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "shoal/core/error.hpp"
+#include "shoal/containers/detail/option_check.hpp"
 
 namespace shoal {
 
@@ -38,17 +38,14 @@ struct dist_map_options {
   void validate(int team_size) const {
     std::vector<char> seen(static_cast<std::size_t>(team_size), 0);
     for (int s : servers) {
-      if (s < 0 || s >= team_size || seen[static_cast<std::size_t>(s)]) {
-        throw usage_error("shoal::dist_map_options::servers must list distinct team ranks in 0.." +
-                          std::to_string(team_size - 1) + " (got rank " + std::to_string(s) +
-                          (s >= 0 && s < team_size ? " twice)" : ")"));
-      }
+      const bool in_team = s >= 0 && s < team_size;
+      detail::check_option(in_team && !seen[static_cast<std::size_t>(s)], "dist_map_options::servers",
+                           "distinct team ranks in 0.." + std::to_string(team_size - 1),
+                           "rank " + std::to_string(s) + (in_team ? " twice" : ""));
       seen[static_cast<std::size_t>(s)] = 1;
     }
-    if (placement != key_placement::hashed && placement != key_placement::cyclic) {
-      throw usage_error("shoal::dist_map_options::placement must be key_placement::hashed or key_placement::cyclic "
-                        "(got " + std::to_string(static_cast<int>(placement)) + ")");
-    }
+    detail::check_option(placement == key_placement::hashed || placement == key_placement::cyclic,
+                         "dist_map_options::placement", "key_placement::hashed or key_placement::cyclic", placement);
   }
 };
 

@@ -7,8 +7,9 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 
-#include "shoal/core/error.hpp"
+#include "shoal/containers/detail/option_check.hpp"
 
 namespace shoal {
 
@@ -55,24 +56,23 @@ struct ordered_map_options {
   /// Throws shoal::usage_error naming the first field out of its range: semantics one of the three, granularity >= 2,
   /// tower_p in (0, 1), max_height in 1..64, nodes_per_rank in 1..2^32, 1 <= window_min <= window <= window_max.
   void validate() const {
-    auto fail = [](const char* field, const std::string& range, const std::string& got) {
-      throw usage_error(std::string("shoal::ordered_map_options::") + field + " must be " + range + " (got " + got +
-                        ")");
-    };
-    if (semantics != consistency::total_order && semantics != consistency::sequential && semantics != consistency::none)
-      fail("semantics", "total_order, sequential or none", std::to_string(static_cast<int>(semantics)));
-    if (granularity < 2) fail("granularity", "at least 2", std::to_string(granularity));
-    if (!(tower_p > 0 && tower_p < 1)) fail("tower_p", "in (0, 1)", std::to_string(tower_p));
-    if (max_height < 1 || max_height > 64) fail("max_height", "in 1..64", std::to_string(max_height));
-    if (nodes_per_rank < 1 || nodes_per_rank > std::numeric_limits<std::uint32_t>::max())
-      fail("nodes_per_rank", "in 1..4294967295", std::to_string(nodes_per_rank));
-    if (window_min < 1) fail("window_min", "at least 1", std::to_string(window_min));
-    if (window_max < window_min)
-      fail("window_max", "at least window_min = " + std::to_string(window_min), std::to_string(window_max));
-    if (window < window_min || window > window_max) {
-      fail("window", "in [window_min, window_max] = [" + std::to_string(window_min) + ", " + std::to_string(window_max) +
-                         "]", std::to_string(window));
-    }
+    constexpr std::string_view o = "ordered_map_options::";
+    auto field = [&](const char* name) { return std::string(o) + name; };
+    detail::check_option(semantics == consistency::total_order || semantics == consistency::sequential ||
+                             semantics == consistency::none,
+                         field("semantics"), "total_order, sequential or none", semantics);
+    detail::check_option(granularity >= 2, field("granularity"), "at least 2", granularity);
+    detail::check_option(tower_p > 0 && tower_p < 1, field("tower_p"), "in (0, 1)", tower_p);
+    detail::check_option(max_height >= 1 && max_height <= 64, field("max_height"), "in 1..64", max_height);
+    detail::check_option(nodes_per_rank >= 1 && nodes_per_rank <= std::numeric_limits<std::uint32_t>::max(),
+                         field("nodes_per_rank"), "in 1..4294967295", nodes_per_rank);
+    detail::check_option(window_min >= 1, field("window_min"), "at least 1", window_min);
+    detail::check_option(window_max >= window_min, field("window_max"),
+                         "at least window_min = " + std::to_string(window_min), window_max);
+    detail::check_option(window >= window_min && window <= window_max, field("window"),
+                         "in [window_min, window_max] = [" + std::to_string(window_min) + ", " +
+                             std::to_string(window_max) + "]",
+                         window);
   }
 };
 

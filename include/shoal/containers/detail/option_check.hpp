@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "shoal/core/error.hpp"
@@ -14,12 +15,15 @@
 namespace shoal::detail {
 
 /// Unless `ok`, throws usage_error("shoal::<field> must be <accepted> (got <got>)"); `field` is
-/// "<container>_options::<name>".
+/// "<container>_options::<name>"; `got` is a number, an enum (printed as its number) or text.
 template <class V>
-  requires std::is_arithmetic_v<V>
-void check_option(bool ok, const char* field, const char* accepted, V got) {
+void check_option(bool ok, std::string_view field, std::string_view accepted, const V& got) {
   if (ok) [[likely]] return;
-  throw usage_error(std::string("shoal::") + field + " must be " + accepted + " (got " + std::to_string(got) + ")");
+  std::string text;
+  if constexpr (std::is_enum_v<V>) text = std::to_string(static_cast<std::underlying_type_t<V>>(got));
+  else if constexpr (std::is_arithmetic_v<V>) text = std::to_string(got);
+  else text = std::string(got);
+  throw usage_error("shoal::" + std::string(field) + " must be " + std::string(accepted) + " (got " + text + ")");
 }
 
 }  // namespace shoal::detail
