@@ -14,6 +14,7 @@
 #include <concepts>
 #include <thread>
 
+#include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/detail/runtime.hpp"
 
 namespace shoal {
