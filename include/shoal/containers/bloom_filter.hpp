@@ -26,7 +26,7 @@
 //
 // Concurrency promises: insert and find are fully atomic with respect to each other (a fetch_or is atomic; a get of
 // one aligned 64-bit word sees the block before or after each fetch_or). local_insert is the owner-computes form
-// (send v to owner(v), e.g. with shoal::async, and insert it there): no remote atomic and no MPI call, on either
+// (send v to owner(v), e.g. with shoal::post, and insert it there): no remote atomic and no MPI call, on either
 // path, but it is not atomic with respect to insert() from other ranks, so a filter takes all its inserts one way
 // or the other; find() stays exact once the inserts are complete (after a barrier).
 //

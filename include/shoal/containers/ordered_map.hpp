@@ -114,7 +114,7 @@ class ordered_map {
     const std::uint32_t id = id_;
     net.send = [id, team](int dst, std::vector<std::byte>&& bytes) {  // dst: a team rank
       shoal::am::detail::team_scope scope(shoal::am::detail::get(), team.id());
-      shoal::async(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
+      shoal::post(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
     };
     net.flush = [] { shoal::am::flush(); };
     service_ = std::make_unique<service_type>(opts, std::move(net));

@@ -298,7 +298,7 @@ class owner_table {
     } else {
       const std::uint32_t slot = add_pending(state, 0);
       touch(owner);
-      shoal::async(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
+      shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
     }
     using base = future_state<future_value_t<R>>;
     return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
@@ -316,7 +316,7 @@ class owner_table {
       }
     } else {
       touch(owner);
-      shoal::async(to_world(owner), &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
+      shoal::post(to_world(owner), &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
     }
   }
 
@@ -361,7 +361,7 @@ class owner_table {
         touch(owner);
         std::apply(
             [&](auto&&... a) {
-              shoal::async(to_world(owner), &on_call<Op, std::decay_t<decltype(a)>...>, id_, slot, std::move(a)...);
+              shoal::post(to_world(owner), &on_call<Op, std::decay_t<decltype(a)>...>, id_, slot, std::move(a)...);
             },
             args);
       }
@@ -377,7 +377,7 @@ class owner_table {
     for (int o : touched_list_) {
       touched_[static_cast<std::size_t>(o)] = 0;
       ++fences_;
-      shoal::async(to_world(o), &on_fence, id_);
+      shoal::post(to_world(o), &on_fence, id_);
     }
     touched_list_.clear();
     issued_ = 0;
@@ -421,7 +421,7 @@ class owner_table {
     } catch (...) {
       failure = std::current_exception();
     }
-    for (int s : owners_) shoal::async(to_world(s), &on_client_closed, id_);
+    for (int s : owners_) shoal::post(to_world(s), &on_client_closed, id_);
     shoal::am::flush();
     team().barrier();
     if (failure) std::rethrow_exception(failure);
@@ -505,8 +505,8 @@ class owner_table {
     } catch (const std::exception& e) {
       what = self.failure_text(e);
     }
-    if (result) shoal::async(self.to_world(origin), &on_reply<typename Op::wire>, id, slot, std::move(*result));
-    else shoal::async(self.to_world(origin), &on_reply_error, id, slot, std::move(what));
+    if (result) shoal::post(self.to_world(origin), &on_reply<typename Op::wire>, id, slot, std::move(*result));
+    else shoal::post(self.to_world(origin), &on_reply_error, id, slot, std::move(what));
   }
 
   template <class Wire>
@@ -538,7 +538,7 @@ class owner_table {
     auto& self = lookup(id);
     const int origin = self.origin();
     origin_report r = std::exchange(self.from_origin_[static_cast<std::size_t>(origin)], {});
-    shoal::async(self.to_world(origin), &on_fence_reply, id, r.rejected, std::move(r.error));
+    shoal::post(self.to_world(origin), &on_fence_reply, id, r.rejected, std::move(r.error));
   }
 
   static void on_fence_reply(std::uint32_t id, std::uint64_t rejected, std::string error) {
