@@ -15,7 +15,8 @@
 //   erase(k) -> optional<V>              the removed value (CSE_Hash's delete returns what it removed)
 //   update(k, fn, args...)               fn(V&, args...) at the owner: optional<result> (bool if fn returns void)
 //   async_<op>(...) -> future<...>       the same, non-blocking
-//   async_<op>(shoal::ignore_result, ...)   fire-and-forget: completed by wait() / flush(), which report failures
+//   post_<op>(...) -> void               fire and forget (insert, insert_or_assign, insert_or_update, erase, update):
+//                                        completed by wait() / flush(), which report failures
 //   insert_batch(range of (k, v)) -> batch_insert_result, find_batch(keys) / erase_batch(keys) -> vector<optional<V>>
 //                                        (and async_ forms): one message per owner, replies merged in input order
 //   wait()                               completes this rank's operations (CSE_Hash HASH_Wait)
@@ -28,7 +29,7 @@
 //                              the error report); no-op after finalize (docs/design.md, "Lifetime")
 //
 // Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
-//   single operation, owner remote       M = 2 (request, reply); ignore_result: M = 1
+//   single operation, owner remote       M = 2 (request, reply); post_<op>: M = 1
 //   single operation, owner is this rank  M = 0 (runs inline)
 //   batch of n keys over d owners         M = 2d
 //   wait()                                M = 2 per owner addressed since the last wait
@@ -40,12 +41,12 @@
 // rank sees it. Results of local_* calls reflect the operations applied so far.
 //
 // Errors: container_full when an insert does not fit under capacity_per_rank (single forms: from the future;
-// ignore_result forms: from wait / flush; batches return the exact counts instead); remote_error when fn throws at
+// post_ forms: from wait / flush; batches return the exact counts instead); remote_error when fn throws at
 // the owner; usage_error for a bad layout or calling serve/close on the wrong ranks.
 //
 //   shoal::dist_map<std::uint64_t, std::string> m;                   // collective
 //   m.insert(42, "answer");
-//   m.async_insert(shoal::ignore_result, 7, "seven");                // fire and forget
+//   m.post_insert(7, "seven");                                       // fire and forget
 //   m.flush();                                                       // collective: everything is in
 //   std::optional<std::string> v = m.find(7);
 //   m.update(42, [](std::string& s, char c) { s += c; }, '!');       // runs at the owner
@@ -89,17 +90,14 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
   future<bool> async_insert(K key, V value) {
     return this->template call<insert_op, bool, inserted_or_full>(std::move(key), std::move(value));
   }
-  void async_insert(ignore_result_t, K key, V value) {
-    this->template post<insert_op>(std::move(key), std::move(value));
-  }
+  /// Fire and forget: no result; completed (and a refused insert reported) by wait() / flush().
+  void post_insert(K key, V value) { this->template post<insert_op>(std::move(key), std::move(value)); }
 
   bool insert_or_assign(const K& key, const V& value) { return async_insert_or_assign(key, value).get(); }
   future<bool> async_insert_or_assign(K key, V value) {
     return this->template call<assign_op, bool, inserted_or_full>(std::move(key), std::move(value));
   }
-  void async_insert_or_assign(ignore_result_t, K key, V value) {
-    this->template post<assign_op>(std::move(key), std::move(value));
-  }
+  void post_insert_or_assign(K key, V value) { this->template post<assign_op>(std::move(key), std::move(value)); }
 
   /// Inserts (key, value), or, if the key is present, runs fn(stored, value) at the owner.
   template <detail::owner_function F>
@@ -111,7 +109,7 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
     return this->template call<upsert_op<F>, bool, inserted_or_full>(std::move(key), std::move(value));
   }
   template <detail::owner_function F>
-  void async_insert_or_update(ignore_result_t, K key, V value, F) {
+  void post_insert_or_update(K key, V value, F) {
     this->template post<upsert_op<F>>(std::move(key), std::move(value));
   }
 
@@ -130,7 +128,7 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
   future<std::optional<V>> async_erase(K key) {
     return this->template call<erase_op, std::optional<V>, detail::identity>(std::move(key));
   }
-  void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
+  void post_erase(K key) { this->template post<erase_op>(std::move(key)); }
 
   // ---- batches (one message per owner) ---------------------------------------------------------------------------
 

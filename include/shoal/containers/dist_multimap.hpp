@@ -12,14 +12,14 @@
 //   count(k) -> size_t, contains(k) -> bool
 //   erase(k) -> vector<V>                removes the key and returns its values (CSE_Hash's delete)
 //   update(k, fn, args...)               fn(std::vector<V>&, args...) at the owner (as dist_map::update)
-//   async_<op>(...) -> future<...>, async_<op>(shoal::ignore_result, ...): as dist_map
+//   async_<op>(...) -> future<...>, post_<op>(...) (insert, erase, update): as dist_map
 //   insert_batch(range of (k, v)) -> batch_insert_result; find_batch(keys) / erase_batch(keys) -> vector<vector<V>>
 //   wait(), flush(), serve(), close(), local_for_each, local_size (values stored here), for_all, reduce, size:
 //                                        as dist_map (see dist_map.hpp), collective where marked there
 //   dist_multimap(opts = {}, team = world()), ~dist_multimap   COLLECTIVE over the team, as dist_map's (the
 //                                        destructor: this rank's operations complete, then B; no-op after finalize)
 //
-// Cost: as dist_map — a remote operation is M = 2 (M = 1 with ignore_result), a batch 2 per owner, wait() 2 per
+// Cost: as dist_map — a remote operation is M = 2 (M = 1 for post_<op>), a batch 2 per owner, wait() 2 per
 // owner addressed, flush() one barrier more. Values of one key travel together, so a request of n values is one
 // message.
 // Concurrency: as dist_map; the values of a key keep the order in which their inserts reached the owner.
@@ -74,12 +74,11 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   future<std::size_t> async_insert(K key, const V& v) {
     return async_insert(std::move(key), std::span<const V>(&v, 1));
   }
-  void async_insert(ignore_result_t, K key, std::span<const V> vs) {
+  /// Fire and forget: no result; completed (and values that did not fit reported) by wait() / flush().
+  void post_insert(K key, std::span<const V> vs) {
     this->template post<append_op>(std::move(key), values(vs.begin(), vs.end()));
   }
-  void async_insert(ignore_result_t, K key, const V& v) {
-    async_insert(ignore_result, std::move(key), std::span<const V>(&v, 1));
-  }
+  void post_insert(K key, const V& v) { post_insert(std::move(key), std::span<const V>(&v, 1)); }
 
   bool insert_or_assign(const K& key, std::span<const V> vs) { return async_insert_or_assign(key, vs).get(); }
   future<bool> async_insert_or_assign(K key, std::span<const V> vs) {
@@ -102,7 +101,7 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   future<std::vector<V>> async_erase(K key) {
     return this->template call<erase_op, values, detail::identity>(std::move(key));
   }
-  void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
+  void post_erase(K key) { this->template post<erase_op>(std::move(key)); }
 
   // ---- batches (one message per owner) ---------------------------------------------------------------------------
 

@@ -58,13 +58,6 @@ struct dist_map_options {
   std::uint64_t seed = 0x73686f616c646d70ull;
 };
 
-/// Tag for fire-and-forget operations: no per-operation result; wait() / flush() complete them and report what
-/// went wrong (inserts that did not fit raise container_full there, errors at the owner remote_error).
-struct ignore_result_t {
-  explicit ignore_result_t() = default;
-};
-inline constexpr ignore_result_t ignore_result{};
-
 /// Outcome of a batch insert: how many entries went in, how many keys were already present (dist_map only), and
 /// how many did not fit under capacity_per_rank.
 struct batch_insert_result {
@@ -485,7 +478,7 @@ class owner_table {
     std::string error = std::exchange(error_, {});
     if (!error.empty()) throw remote_error(error);
     if (rejected != 0) {
-      throw container_full(name_ + ": " + std::to_string(rejected) + " insert(s) sent with shoal::ignore_result " +
+      throw container_full(name_ + ": " + std::to_string(rejected) + " fire-and-forget insert(s) (post_*) " +
                            "did not fit (an owner reached dist_map_options::capacity_per_rank = " +
                            std::to_string(capacity_) + "); raise capacity_per_rank, or use the batch or future " +
                            "forms, which report exactly what went in");
@@ -597,8 +590,9 @@ class owner_container {
     using op = typename Derived::template update_op<F, std::decay_t<Args>...>;
     return call<op, typename op::wire, identity>(std::move(key), std::forward<Args>(args)...);
   }
+  /// Fire and forget: no result; completed (and a throwing fn reported) by wait() / flush().
   template <owner_function F, class... Args>
-  void async_update(ignore_result_t, K key, F, Args&&... args) {
+  void post_update(K key, F, Args&&... args) {
     post<typename Derived::template update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
   }
 
