@@ -72,7 +72,7 @@ void exercise(const shoal::team& t) {
   hs.insert_or_assign("k" + std::to_string(me * 100), "again");  // releases a value blob
   dm.insert(me, me * 7);
   mm.insert(0, me);  // every rank's value under one key, at one owner
-  buffer.insert(me, me + 3);
+  buffer.post_insert(me, me + 3);
   for (int k = 0; k < 3; ++k) da.put(static_cast<std::size_t>(3 * t.rank() + k), me * 10 + k);
   ar.put(static_cast<std::size_t>(t.rank()), me + 1);
   bf.insert(me);
