@@ -39,7 +39,7 @@ class exactly_once {
   bool verify() {
     shoal::barrier();
     bool ok = true;
-    seen_.for_each_local([&](std::size_t i, value& count) {
+    seen_.local_for_each([&](std::size_t i, value& count) {
       if (std::atomic_ref<value>(count).load() != 1) {
         ADD_FAILURE() << "value " << i << " popped " << count << " times";
         ok = false;

@@ -215,7 +215,7 @@ class kmer_counter {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (i + prefetch_ahead < batch.size()) {
         const kmer_code& later = code_of(batch[i + prefetch_ahead]);
-        if constexpr (std::is_same_v<Item, kmer_code>) bloom_.prefetch_local(later);  // pass 1 only
+        if constexpr (std::is_same_v<Item, kmer_code>) bloom_.local_prefetch(later);  // pass 1 only
         table_.prefetch(later);
       }
       (this->*on)(batch[i]);

@@ -13,7 +13,7 @@
 //   insert(v)               no          fetch_or of the mask; true when v was (probably) present        A
 //   find(v)                 no          get of the block; true when v is probably present              R
 //   local_insert(v)         no          insert on v's owner: a load and a store of its own block      local
-//   prefetch_local(v)       no          a hint before local_insert: starts loading v's block (owner)   local
+//   local_prefetch(v)       no          a hint before local_insert: starts loading v's block (owner)   local
 //   owner(v)                no          the team rank holding v's block (one hash)                  local
 //   clear()                 collective  zero every block                                           2B + local
 //   expected_false_positive_rate(n)     the theory of this blocked filter after n distinct inserts    local
@@ -76,7 +76,7 @@ class bloom_filter {
     blocks_ = (bits + block_bits - 1) / block_bits;
     per_rank_ = (blocks_ + p - 1) / p;
     parts_ = reg_.allocate_collective<std::uint64_t>(per_rank_);
-    clear_local();
+    local_clear();
     team.barrier();
   }
   bloom_filter(bloom_filter&& o) noexcept
@@ -116,7 +116,7 @@ class bloom_filter {
   }
 
   /// A hint before local_insert(v) on v's owner: starts loading v's block into the cache (does nothing elsewhere).
-  void prefetch_local(const T& v) const {
+  void local_prefetch(const T& v) const {
     const std::size_t block = block_of(hash_value(v, seed_));
     const auto r = block / per_rank_;
     if (r == static_cast<std::size_t>(reg_.rank())) __builtin_prefetch(parts_[r].local() + (block - r * per_rank_), 1);
@@ -132,7 +132,7 @@ class bloom_filter {
   void clear() {
     reg_.check();
     team().barrier();
-    clear_local();
+    local_clear();
     team().barrier();
   }
 
@@ -210,7 +210,7 @@ class bloom_filter {
     return {parts_[r] + static_cast<std::ptrdiff_t>(block - r * per_rank_), mask};
   }
 
-  void clear_local() {
+  void local_clear() {
     std::memset(parts_[static_cast<std::size_t>(reg_.rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
   }
 

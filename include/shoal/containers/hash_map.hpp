@@ -139,7 +139,7 @@ class hash_map {
   std::uint64_t probe_count() const { return probes_; }
 
   /// A hint before a promise::local insert of a key this rank owns: starts loading its home bucket into the cache.
-  void prefetch_local(const key_type& key) const {
+  void local_prefetch(const key_type& key) const {
     const auto where = placement(hash_value(key, seed_));
     if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(parts_[me()].local() + where.home, 1);
   }

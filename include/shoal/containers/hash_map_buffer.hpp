@@ -87,9 +87,9 @@ class hash_map_buffer {
         records.push_back(record{op, std::move(key), r.read<mapped_type>()});
       }
       // The table is larger than the caches: load the home bucket a few records ahead.
-      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.prefetch_local(records[i].key);
+      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.local_prefetch(records[i].key);
       for (std::size_t i = 0; i < records.size(); ++i) {
-        if (i + prefetch_distance < records.size()) map_.prefetch_local(records[i + prefetch_distance].key);
+        if (i + prefetch_distance < records.size()) map_.local_prefetch(records[i + prefetch_distance].key);
         const auto& rec = records[i];
         try {
           const bool fresh = rec.op == insert_op ? map_.insert(rec.key, rec.value, promise::local)

@@ -242,8 +242,8 @@ class ordered_map {
   const ordered_map_options& options() const { return opts_; }
   const detail::ordered_map::service_stats& stats() const { return service_->stats(); }
 
-  /// For tests: post a (possibly stale) shortcut on this rank's bulletin board.
-  void post_shortcut(const K& min, detail::ordered_map::node_ref node, int height) {
+  /// For tests: adds a (possibly stale) shortcut to this rank's bulletin board. Local.
+  void local_add_shortcut(const K& min, detail::ordered_map::node_ref node, int height) {
     service_->post_shortcut(min, node, height);
   }
 
