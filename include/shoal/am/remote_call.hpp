@@ -78,7 +78,8 @@ inline engine& engine_for(int rank) {
 
 namespace shoal {
 
-/// Runs fn(args...) on `rank`, later (fire and forget). Not collective. See the header comment.
+/// Runs fn(args...) on `rank`, later (fire and forget: no result; am::barrier completes it). Any rank. See the header
+/// comment.
 template <class F, class... Args>
   requires am::sendable_arguments<F, Args...>
 void post(int rank, F fn, Args&&... args) {
@@ -95,7 +96,7 @@ void post(int rank, F fn, Args&&... args) {
   }
 }
 
-/// Runs fn(args...) on `rank` and returns a future of its result (void allowed). Not collective.
+/// Runs fn(args...) on `rank` and returns a future of its result (void allowed). Any rank.
 template <class F, class... Args>
   requires am::sendable_arguments<F, Args...> && am::sendable_result<F, Args...>
 future<am::result_of_t<F, Args...>> rpc(int rank, F fn, Args&&... args) {

@@ -1,20 +1,24 @@
 // shoal/containers/darray.hpp — shoal::darray<T>: BCL's DArray, a 1-D array block-distributed over every rank.
 //
 // Model: one-sided (RDMA), distributed over a team (default world()). Global index i lives on team rank
-// owner(i) = i / block_size(), where block_size() = ceil(size / team ranks); team rank r holds [r * block_size(), min(size, (r + 1) * block_size())), so the last
-// ranks may hold fewer (or no) elements. Elements start value-initialised (T{}).
+// owner(i) = i / block_size(), where block_size() = ceil(size / team ranks); team rank r holds
+// owned_range(r) = [r * block_size(), min(size, (r + 1) * block_size())), so the last ranks may hold fewer (or no)
+// elements. Elements start value-initialised (T{}).
 //
-// Operations (k = ranks a range spans; R read, W write, B barrier, l local work):
+// Operations (k = ranks a range spans; R read, W write, B barrier, l local work). Who: collective = every rank of
+// the team, in the same order; any rank = one rank's call, no other rank takes part:
 //   darray<T> d(size, team = world())      collective  B + allgather   every rank of the team allocates its block
-//   d.get(i) / d.put(i, v)                 no          R / W           blocking; put complete at the owner
-//   d.get(first, span out)                 no          k R             the pieces on all k owners are read at once
-//   d.put(first, span in)                  no          k W + k flush   complete at every owner on return
-//   d.owner(i), d.owned_range(r)           no          -               arithmetic (r: any team rank)
-//   d.local_range(), d.local_size()        no          -               this rank's indices / element count
-//   d.local_span()                         no          l               this rank's elements
-//   d.local_for_each(fn(i, T&))            no          l               visits this rank's elements with global index
-//   d.ptr(i)                               no          -               global_ptr<T> for async_get / atomics
-//   ~darray                                collective  B               then each rank frees its block (no-op after finalize)
+//   d.get(i) / d.put(i, v)                 any rank    R / W           blocking; put complete at the owner
+//   d.get(first, span out)                 any rank    k R             the pieces on all k owners are read at once
+//   d.put(first, span in)                  any rank    k W + k flush   complete at every owner on return
+//   d.size(), d.block_size()               any rank    -               elements of the whole array / per rank
+//   d.owner(i), d.owned_range(r)           any rank    -               arithmetic (r: any team rank)
+//   d.local_range(), d.local_size()        any rank    -               this rank's indices / element count
+//   d.local_span()                         any rank    l               this rank's elements
+//   d.local_for_each(fn(i, T&))            any rank    l               visits this rank's elements with global index
+//   d.ptr(i)                               any rank    -               global_ptr<T> for async_get / atomics
+//   ~darray                                collective  B               then each rank frees its block (no-op after
+//                                                                      finalize)
 // Concurrency: plain reads and writes; concurrent writes to one element race. Separate phases by a barrier.
 // Errors: usage_error (index out of range, a moved-from handle), heap_exhausted (raise SHOAL_HEAP_SIZE; on
 // every rank). Handles are move-only. T is trivially copyable (shoal::remote_storable).

@@ -7,27 +7,35 @@
 // shoal::local::linear for Litwin linear hashing) and, unless the result is ignored, sends one reply back. Messages
 // to one owner are aggregated into large buffers by the AM layer. Keys and values: any shoal::serializable type.
 //
-// Operations (none collective unless marked):
-//   insert(k, v) -> bool                 inserted (false: key present, value unchanged)
-//   insert_or_assign(k, v) -> bool       inserted (false: assigned)
-//   insert_or_update(k, v, fn) -> bool   inserted, else fn(V& stored, V v) runs at the owner
+// Operations. Who: collective = every rank of the map's team, in the same order; any rank = one rank's call, no
+// other rank's code takes part (the owner's handler runs inside its progress):
+//   dist_map(opts = {}, team = world())  collective  owners and servers are team ranks
+//   ~dist_map                            collective  completes this rank's operations, then B (a flush without the
+//                                                    error report); no-op after finalize (docs/design.md, "Lifetime")
+//   insert(k, v) -> bool                 any rank    inserted (false: key present, value unchanged)
+//   insert_or_assign(k, v) -> bool       any rank    inserted (false: assigned)
+//   insert_or_update(k, v, fn) -> bool   any rank    inserted, else fn(V& stored, V v) runs at the owner
 //   find(k) -> optional<V>, contains(k) -> bool
-//   erase(k) -> optional<V>              the removed value (CSE_Hash's delete returns what it removed)
-//   update(k, fn, args...)               fn(V&, args...) at the owner: optional<result> (bool if fn returns void)
-//   async_<op>(...) -> future<...>       the same, non-blocking
-//   post_<op>(...) -> void               fire and forget (insert, insert_or_assign, insert_or_update, erase, update):
-//                                        completed by wait() / flush(), which report failures
+//                                        any rank
+//   erase(k) -> optional<V>              any rank    the removed value (CSE_Hash's delete returns what it removed)
+//   update(k, fn, args...)               any rank    fn(V&, args...) at the owner: optional<result> (bool if fn
+//                                                    returns void)
+//   async_<op>(...) -> future<...>       any rank    the same, non-blocking
+//   post_<op>(...) -> void               any rank    fire and forget (insert, insert_or_assign, insert_or_update,
+//                                                    erase, update): completed by wait() / flush(), which report
+//                                                    failures
 //   insert_batch(range of (k, v)) -> batch_insert_result, find_batch(keys) / erase_batch(keys) -> vector<optional<V>>
-//                                        (and async_ forms): one message per owner, replies merged in input order
-//   wait()                               completes this rank's operations (CSE_Hash HASH_Wait)
-//   flush()                    COLLECTIVE  completes everyone's (HASH_Flush)
-//   serve() / close()          COLLECTIVE  service layout: servers serve until every client has closed
-//   local_for_each(fn), local_size()     this rank's shard only
-//   for_all(fn), reduce(identity, map, op), size()   COLLECTIVE (flush first)
-//   dist_map(opts = {}, team = world())   COLLECTIVE over the team; owners and servers are team ranks
-//   ~dist_map                  COLLECTIVE over the team: completes this rank's operations, then B (a flush without
-//                              the error report); no-op after finalize (docs/design.md, "Lifetime")
-//
+//                                        any rank    (and async_ forms): one message per owner, replies merged in
+//                                                    input order
+//   wait()                               any rank    completes this rank's operations (CSE_Hash HASH_Wait)
+//   flush()                              collective  completes everyone's (HASH_Flush)
+//   serve() / close()                    collective  service layout: the servers call serve(), every client calls
+//                                                    close(); the servers serve until every client has closed
+//   owner(k), is_owner(), team()         any rank    placement
+//   local_for_each(fn), local_size()     any rank    this rank's shard only: entries (key-value pairs) stored here
+//   size()                               collective  entries in the whole map (flush first)
+//   for_all(fn), reduce(identity, map, op)
+//                                        collective  flush first, then every rank's shard
 // Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
 //   single operation, owner remote       M = 2 (request, reply); post_<op>: M = 1
 //   single operation, owner is this rank  M = 0 (runs inline)
@@ -79,7 +87,6 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
   using key_type = K;
   using mapped_type = V;
 
-  /// Collective.
   /// Collective over `team` (every rank of the team passes the same options; servers are team ranks).
   explicit dist_map(const dist_map_options& options = {}, const shoal::team& team = shoal::world())
       : base(options, "shoal::dist_map", team) {}

@@ -2,22 +2,31 @@
 // holds a sequence of values (CSE_Hash's tables, where one insert stores n values under a key). Model: owner
 // computes, on active messages; the same engine, layouts, options and completion as shoal::dist_map.
 //
-// Operations (none collective unless marked):
-//   insert(k, values) -> size_t          appends the values; returns how many went in (fewer only when the owner
-//                                        reaches capacity_per_rank: CSE_Hash's request size n in, count out)
-//   insert(k, v) -> size_t               the same with one value (1, or 0 when full)
-//   insert_or_assign(k, values) -> bool  replaces the key's values; true when the key was new (container_full when
-//                                        the new values do not fit)
-//   find(k) -> vector<V>                 every value of the key, in insertion order (empty: absent)
+// Operations. Who (as in dist_map.hpp): collective = every rank of the team, in the same order; any rank = one
+// rank's call:
+//   dist_multimap(opts = {}, team = world()), ~dist_multimap
+//                                        collective  as dist_map's (the destructor: this rank's operations
+//                                                    complete, then B; no-op after finalize)
+//   insert(k, values) -> size_t          any rank    appends the values; returns how many went in (fewer only when
+//                                                    the owner reaches capacity_per_rank: CSE_Hash's request size n
+//                                                    in, count out)
+//   insert(k, v) -> size_t               any rank    the same with one value (1, or 0 when full)
+//   insert_or_assign(k, values) -> bool  any rank    replaces the key's values; true when the key was new
+//                                                    (container_full when the new values do not fit)
+//   find(k) -> vector<V>                 any rank    every value of the key, in insertion order (empty: absent)
 //   count(k) -> size_t, contains(k) -> bool
-//   erase(k) -> vector<V>                removes the key and returns its values (CSE_Hash's delete)
-//   update(k, fn, args...)               fn(std::vector<V>&, args...) at the owner (as dist_map::update)
-//   async_<op>(...) -> future<...>, post_<op>(...) (insert, erase, update): as dist_map
+//                                        any rank
+//   erase(k) -> vector<V>                any rank    removes the key and returns its values (CSE_Hash's delete)
+//   update(k, fn, args...)               any rank    fn(std::vector<V>&, args...) at the owner (as dist_map::update)
+//   async_<op>(...) -> future<...>, post_<op>(...) (insert, erase, update)
+//                                        any rank    as dist_map
 //   insert_batch(range of (k, v)) -> batch_insert_result; find_batch(keys) / erase_batch(keys) -> vector<vector<V>>
-//   wait(), flush(), serve(), close(), local_for_each, local_size (values stored here), for_all, reduce, size:
-//                                        as dist_map (see dist_map.hpp), collective where marked there
-//   dist_multimap(opts = {}, team = world()), ~dist_multimap   COLLECTIVE over the team, as dist_map's (the
-//                                        destructor: this rank's operations complete, then B; no-op after finalize)
+//                                        any rank
+//   wait(), local_for_each, local_size   any rank    as dist_map
+//   flush(), serve() / close(), for_all, reduce, size
+//                                        collective  as dist_map
+// Sizes count key-value pairs, as std::unordered_multimap::size: a key with three values counts 3 in size() (the
+// whole map) and in local_size() (the pairs stored on this rank).
 //
 // Cost: as dist_map — a remote operation is M = 2 (M = 1 for post_<op>), a batch 2 per owner, wait() 2 per
 // owner addressed, flush() one barrier more. Values of one key travel together, so a request of n values is one
@@ -59,7 +68,6 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   using key_type = K;
   using mapped_type = V;
 
-  /// Collective.
   /// Collective over `team` (every rank of the team passes the same options; servers are team ranks).
   explicit dist_multimap(const dist_map_options& options = {}, const shoal::team& team = shoal::world())
       : base(options, "shoal::dist_multimap", team) {}
