@@ -132,7 +132,11 @@ TYPED_TEST(dist_map_families, multimap_random_operations_match_an_oracle) {
       case 0: {
         std::vector<u64> vs(1 + rng() % 8);  // CSE_Hash request sizes 1..8
         for (auto& v : vs) v = rng() % 1000;
-        ASSERT_EQ(m.insert(key, vs), vs.size());
+        if (vs.size() % 2 == 0) {
+          m.insert(key, vs);  // no capacity limit: all of them, no error
+        } else {
+          ASSERT_EQ(m.try_insert(key, vs), vs.size());
+        }
         auto& o = oracle[key];
         o.insert(o.end(), vs.begin(), vs.end());
         break;
@@ -239,19 +243,41 @@ TEST(dist_map, capacity_limit_reports_exact_counts) {
   EXPECT_EQ(m.size(), expected - shoal::allreduce(static_cast<u64>(any_stored), shoal::op::sum{}));
 }
 
-TEST(dist_multimap, partial_insert_returns_how_many_values_went_in) {
+// try_insert stores what fits and returns the count (CSE_Hash's n in, count out); insert stores all or nothing and
+// throws container_full; post_insert reports what did not fit at wait(). One owner, capacity_per_rank = 5.
+TEST(dist_multimap, try_insert_stores_what_fits_and_insert_all_or_nothing) {
   shoal::dist_map_options options;
   options.capacity_per_rank = 5;
   shoal::dist_multimap<u64, int> m(options);
   if (shoal::rank() == 0) {
+    u64 other = 43;  // a second key on the owner of 42, so both share its capacity
+    while (m.owner(other) != m.owner(42)) ++other;
     const std::vector<int> eight{1, 2, 3, 4, 5, 6, 7, 8};
-    EXPECT_EQ(m.insert(42, eight), 5u);
-    EXPECT_EQ(m.insert(42, 9), 0u);
+    EXPECT_EQ(m.try_insert(42, eight), 5u);
+    EXPECT_EQ(m.try_insert(42, 9), 0u);
     EXPECT_EQ(m.find(42), (std::vector<int>{1, 2, 3, 4, 5}));
     EXPECT_EQ(m.erase(42), (std::vector<int>{1, 2, 3, 4, 5}));
-    EXPECT_EQ(m.insert(42, eight), 5u);
+    try {
+      m.insert(42, std::span<const int>(eight));
+      ADD_FAILURE() << "insert of 8 values under a capacity of 5 did not throw";
+    } catch (const shoal::container_full& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("8 value(s) do not fit"), std::string::npos) << what;
+      EXPECT_NE(what.find("try_insert"), std::string::npos) << what;
+    }
+    EXPECT_EQ(m.count(42), 0u);  // nothing stored
+    m.insert(42, std::span<const int>(eight.data(), 4));
+    EXPECT_THROW(m.insert(other, std::span<const int>(eight.data(), 2)), shoal::container_full);  // 4 + 2 > 5
+    EXPECT_EQ(m.count(other), 0u);
+    m.async_insert(other, 9).get();  // the fifth
+    EXPECT_THROW(m.async_insert(other, 10).get(), shoal::container_full);
+    EXPECT_EQ(m.find(42), (std::vector<int>{1, 2, 3, 4}));
+    EXPECT_EQ(m.find(other), (std::vector<int>{9}));
+    EXPECT_EQ(m.erase(other), (std::vector<int>{9}));
+    EXPECT_EQ(m.async_try_insert(42, std::span<const int>(eight)).get(), 1u);  // {1, 2, 3, 4, 1}
     m.post_insert(42, std::span<const int>(eight));
     EXPECT_THROW(m.wait(), shoal::container_full);
+    EXPECT_EQ(m.find(42), (std::vector<int>{1, 2, 3, 4, 1}));
   }
   m.flush();
   EXPECT_EQ(m.size(), 5u);

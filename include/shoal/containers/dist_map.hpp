@@ -49,8 +49,8 @@
 // rank sees it. Results of local_* calls reflect the operations applied so far.
 //
 // Errors: container_full when an insert does not fit under capacity_per_rank (single forms: from the future;
-// post_ forms: from wait / flush; batches return the exact counts instead); remote_error when fn throws at
-// the owner; usage_error for a bad layout or calling serve/close on the wrong ranks.
+// post_ forms: from wait / flush; batches and dist_multimap::try_insert return the exact counts instead);
+// remote_error when fn throws at the owner; usage_error for a bad layout or calling serve/close on the wrong ranks.
 //
 //   shoal::dist_map<std::uint64_t, std::string> m;                   // collective
 //   m.insert(42, "answer");
