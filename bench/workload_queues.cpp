@@ -238,7 +238,8 @@ void run_queues(context& ctx) {
       const auto s = measure(
           n, len,
           [&](std::size_t i) {
-            if (!queues[static_cast<std::size_t>(target(i))].try_push(std::span<const word>(values))) lost("push failed");
+            auto& q = queues[static_cast<std::size_t>(target(i))];
+            if (!q.try_push(std::span<const word>(values))) lost("push failed");
           },
           [&](std::size_t i) {
             popped.clear();

@@ -17,7 +17,9 @@ TEST(HashMapBuffer, EveryBufferedInsertIsFoundAfterFlush) {
   const int n = 5000;
   shoal::hash_map<std::uint64_t, std::uint64_t> m(static_cast<std::size_t>(n * np()) * 2);
   shoal::hash_map_buffer buffer(m);
-  for (int i = 0; i < n; ++i) buffer.post_insert(static_cast<std::uint64_t>(me()) * n + i, static_cast<std::uint64_t>(i));
+  for (int i = 0; i < n; ++i) {
+    buffer.post_insert(static_cast<std::uint64_t>(me()) * n + i, static_cast<std::uint64_t>(i));
+  }
   EXPECT_EQ(buffer.flush(), static_cast<std::size_t>(n * np()));
   const int stride = n / shoal::testing::scaled(400);  // every 12th key, every 250th under MPICH oversubscription
   for (int r = 0; r < np(); ++r) {
@@ -47,7 +49,8 @@ TEST(HashMapBuffer, DuplicatesFollowTheDocumentedOrder) {
   buffer.post_insert(3, me());
   buffer.flush();
   EXPECT_EQ(m.find(1), 0) << "post_insert: the first record (rank 0, its first call) wins";
-  EXPECT_EQ(m.find(2), (np() - 1) * 1000 + repeats - 1) << "post_insert_or_assign: the last (highest rank, latest call)";
+  EXPECT_EQ(m.find(2), (np() - 1) * 1000 + repeats - 1)
+      << "post_insert_or_assign: the last (highest rank, latest call)";
   EXPECT_EQ(m.find(3), -1);
   for (int i = 0; i < repeats; ++i) EXPECT_EQ(m.find(100 + i), 0);
   shoal::barrier();

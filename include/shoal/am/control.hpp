@@ -8,8 +8,8 @@
 //   shoal::am::barrier(team)     collective over the team: the same for the messages of that team (those sent inside
 //                                a team_scope of it and by its handlers), among its ranks only.
 //   shoal::am::current_source()  any rank, inside a handler: the rank that sent the message being handled.
-//   shoal::progress()            any rank (core): receives and runs arrived messages, then flushes what they sent; every
-//                                blocking shoal call (future::wait, shoal::barrier, collectives) calls it.
+//   shoal::progress()            any rank (core): receives and runs arrived messages, then flushes what they sent;
+//                                every blocking shoal call (future::wait, shoal::barrier, collectives) calls it.
 //
 // Settings (a call wins over the environment variable; both are per rank):
 //   set_buffer_size(bytes)  SHOAL_AM_BUFFER     bytes per destination buffer, default 64 KiB (sizes like "16K")

@@ -33,9 +33,9 @@
 // In the promise::push / promise::pop paths a claim that does not fit hands its slots back with one more A.
 //
 // Promises (containers/promise.hpp): the promise names what may run concurrently, anywhere, until the next
-// barrier. try_push(v, promise::push): only pushes; try_pop(promise::pop): only pops; promise::local: only the host works on
-// the queue. promise::push | promise::pop (or the default promise::any) selects the fully atomic path. Each variant
-// gives the same results in the phases it allows.
+// barrier. try_push(v, promise::push): only pushes; try_pop(promise::pop): only pops; promise::local: only the host
+// works on the queue. promise::push | promise::pop (or the default promise::any) selects the fully atomic path. Each
+// variant gives the same results in the phases it allows.
 //
 // Full queue: try_push returns false ([[nodiscard]]) and writes nothing (all or nothing for a span); push throws
 // container_full (naming the capacity) and writes nothing; capacity is the constructor's argument (or resize).

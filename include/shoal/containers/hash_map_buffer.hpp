@@ -1,10 +1,10 @@
 // shoal/containers/hash_map_buffer.hpp — buffered inserts into a hash_map (BCL §5.3).
 //
-// Model: one-sided, distributed. post_insert / post_insert_or_assign only append a record (operation, key, value) to a local
-// buffer for the key's owner. A buffer that reaches `message_bytes` is shipped into a mailbox hosted in the owner's
-// heap (one fetch_add to reserve a slot, one put). flush() — collective — ships the rest, then every owner applies
-// the records it received with the local insert path (hash_map::insert(k, v, promise::local): plain CPU stores, no
-// remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
+// Model: one-sided, distributed. post_insert / post_insert_or_assign only append a record (operation, key, value) to
+// a local buffer for the key's owner. A buffer that reaches `message_bytes` is shipped into a mailbox hosted in the
+// owner's heap (one fetch_add to reserve a slot, one put). flush() — collective — ships the rest, then every owner
+// applies the records it received with the local insert path (hash_map::insert(k, v, promise::local): plain CPU
+// stores, no remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
 //
 // Operations and costs (per record unless stated; M = one shipped message of up to message_bytes). Who: collective
 // = every rank of the map's team, in the same order; any rank = one rank's call:
