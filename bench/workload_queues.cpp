@@ -204,10 +204,10 @@ void run_queues(context& ctx) {
       const auto s = measure(
           n, 1,
           [&](std::size_t i) {
-            if (!queues[static_cast<std::size_t>(target(i))].push(value, v.push_promise)) lost("push failed");
+            if (!queues[static_cast<std::size_t>(target(i))].try_push(value, v.push_promise)) lost("push failed");
           },
           [&](std::size_t i) {
-            if (!queues[static_cast<std::size_t>(target(i))].pop(v.pop_promise)) lost("pop found nothing");
+            if (!queues[static_cast<std::size_t>(target(i))].try_pop(v.pop_promise)) lost("pop found nothing");
           },
           [] { shoal::barrier(); });
       const auto m = measure(
@@ -238,11 +238,12 @@ void run_queues(context& ctx) {
       const auto s = measure(
           n, len,
           [&](std::size_t i) {
-            if (!queues[static_cast<std::size_t>(target(i))].push(std::span<const word>(values))) lost("push failed");
+            auto& q = queues[static_cast<std::size_t>(target(i))];
+            if (!q.try_push(std::span<const word>(values))) lost("push failed");
           },
           [&](std::size_t i) {
             popped.clear();
-            if (queues[static_cast<std::size_t>(target(i))].pop(popped, len) != len) lost("pop found too little");
+            if (queues[static_cast<std::size_t>(target(i))].try_pop(popped, len) != len) lost("pop found too little");
           },
           [] { shoal::barrier(); });
       popped.resize(len);

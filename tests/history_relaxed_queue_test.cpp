@@ -23,7 +23,6 @@
 namespace {
 
 using namespace shoal::testing::history;
-using shoal::relaxed::push_result;
 
 struct setting {
   shoal::relaxed::algorithm algorithm;
@@ -56,7 +55,7 @@ TEST_P(RelaxedQueueHistory, RankErrorWithinItsDocumentedBound) {
   std::int64_t next = static_cast<std::int64_t>(shoal::rank()) << 32;
   auto push = [&] {
     const auto h = rec.invoke(op_kind::push, 0, next);
-    const bool pushed = q.push(next++) == push_result::pushed;
+    const bool pushed = q.try_push(next++);
     rec.respond(h, pushed);
     ASSERT_TRUE(pushed) << "the rings are large enough for the whole test";
   };

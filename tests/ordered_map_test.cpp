@@ -288,8 +288,8 @@ TEST(OrderedMap, StaleShortcutsFailOverToTheHead) {
   ordered_map<long, long> m(small(consistency::sequential));
   for (long k = shoal::rank(); k < 200; k += shoal::size()) m.async_insert(k, k + 1);
   m.barrier();
-  m.post_shortcut(50, {0, 99999, 0}, 4);
-  m.post_shortcut(120, {shoal::size() - 1, 0, 41}, 4);
+  m.local_add_shortcut(50, {0, 99999, 0}, 4);
+  m.local_add_shortcut(120, {shoal::size() - 1, 0, 41}, 4);
   EXPECT_EQ(m.find(50), std::optional<long>(51));
   EXPECT_EQ(m.find(130), std::optional<long>(131));
   EXPECT_EQ(m.range(120, 125).size(), 6u);

@@ -1,17 +1,10 @@
 // shoal/containers/dist_map_results.hpp — what users name besides the options when they call dist_map and
-// dist_multimap: the counts a batch insert returns, and the tag of the fire-and-forget forms.
+// dist_multimap: the counts a batch insert returns.
 #pragma once
 
 #include <cstddef>
 
 namespace shoal {
-
-/// Tag for fire-and-forget operations: no per-operation result; wait() / flush() complete them and report what
-/// went wrong (inserts that did not fit raise container_full there, errors at the owner remote_error).
-struct ignore_result_t {
-  explicit ignore_result_t() = default;
-};
-inline constexpr ignore_result_t ignore_result{};
 
 /// Outcome of a batch insert: how many entries went in, how many keys were already present (dist_map only), and
 /// how many did not fit under capacity_per_rank.

@@ -18,24 +18,28 @@
 // copyable types inline, shoal::fixed<T, N> inline serialized, other types (std::string, std::vector, cereal types)
 // as blobs.
 //
-// Operations (collective = every rank calls it; the others are one rank's calls). Costs per probed bucket, best
+// Operations. Who: collective = every rank of the map's team, in the same order; any rank = one rank's call, no
+// other rank takes part; owner only = only the rank that owns the key may call it. Costs per probed bucket, best
 // case is one probe; A remote atomic, R remote read, W remote write (+ flush), B barrier; a blob key or value adds
 // one R when it is read:
 //   hash_map(capacity, opts = {}, team = world())
 //                                         collective  allocate and clear on the team's ranks            B
 //   ~hash_map                             collective  then each rank frees its part and blobs (no-op after
 //                                                     finalize)                                          B
-//   insert(k, v)                          no          CAS free->reserved, put key and value, CAS ->ready
+//   insert(k, v)                          any rank    CAS free->reserved, put key and value, CAS ->ready
 //                                                     2A + W; on a ready bucket of another key: A + R, next
-//   insert(k, v, promise::local)          no          the calling rank must own k; plain CPU stores     local
-//   insert_or_assign(k, v [, local])      no          as insert; an existing key: R + 2A (exclusive CAS, CAS) + W
-//   find(k)                               no          CAS reader in, get entry, CAS reader out         2A + R
+//   insert(k, v, promise::local)          owner only  plain CPU stores (usage_error on another rank)   local
+//   insert_or_assign(k, v [, local])      any rank    as insert; an existing key: R + 2A (exclusive CAS, CAS) + W
+//                                         (owner only with promise::local)
+//   find(k)                               any rank    CAS reader in, get entry, CAS reader out         2A + R
 //                                                     (a free or erased bucket: A)
-//   find(k, promise::find)                no          one get of the whole bucket                      R
-//   erase(k)                              no          load, get key, CAS ready->reserved, get value, CAS ->erased
+//   find(k, promise::find)                any rank    one get of the whole bucket                      R
+//   erase(k)                              any rank    load, get key, CAS ready->reserved, get value, CAS ->erased
 //                                                     3A + 2R
-//   size()                                collective  count ready buckets of every part                B + local scan
-//   local_size()                          no          the calling rank's part                          local scan
+//   owner(k), capacity(), probe_count()   any rank    arithmetic / this rank's counter                 -
+//   local_prefetch(k)                     any rank    a cache hint before a local insert; nothing off the owner
+//   size()                                collective  entries in the whole table                      B + local scan
+//   local_size()                          any rank    entries in the calling rank's part               local scan
 //   resize(new_capacity)                  collective  rehash every live entry into a new array        2B + n(2A + W)
 //   reclaim()                             collective  return released blobs of other ranks to them    B
 // A miss stops at the first free bucket of the probe sequence: its cost is the probe length, never the table
@@ -141,7 +145,7 @@ class hash_map {
   std::uint64_t probe_count() const { return probes_; }
 
   /// A hint before a promise::local insert of a key this rank owns: starts loading its home bucket into the cache.
-  void prefetch_local(const key_type& key) const {
+  void local_prefetch(const key_type& key) const {
     const auto where = placement(hash_value(key, seed_));
     if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(parts_[me()].local() + where.home, 1);
   }
@@ -193,7 +197,7 @@ class hash_map {
     return erased;
   }
 
-  /// Entries in this rank's part (exact when no operation is in flight). Local.
+  /// Entries in this rank's part (exact when no operation is in flight). Any rank, no communication.
   std::size_t local_size() const {
     std::size_t n = 0;
     const bucket* base = parts_[me()].local();

@@ -1,18 +1,20 @@
 // shoal/containers/hash_map_buffer.hpp — buffered inserts into a hash_map (BCL §5.3).
 //
-// Model: one-sided, distributed. insert / insert_or_assign only append a record (operation, key, value) to a local
-// buffer for the key's owner. A buffer that reaches `message_bytes` is shipped into a mailbox hosted in the owner's
-// heap (one fetch_add to reserve a slot, one put). flush() — collective — ships the rest, then every owner applies
-// the records it received with the local insert path (hash_map::insert(k, v, promise::local): plain CPU stores, no
-// remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
+// Model: one-sided, distributed. post_insert / post_insert_or_assign only append a record (operation, key, value) to
+// a local buffer for the key's owner. A buffer that reaches `message_bytes` is shipped into a mailbox hosted in the
+// owner's heap (one fetch_add to reserve a slot, one put). flush() — collective — ships the rest, then every owner
+// applies the records it received with the local insert path (hash_map::insert(k, v, promise::local): plain CPU
+// stores, no remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
 //
-// Operations and costs (per record unless stated; M = one shipped message of up to message_bytes):
-//   hash_map_buffer(map, opts)   collective  allocate the mailboxes on the map's team       B
-//   ~hash_map_buffer             collective  then each rank frees its mailbox (no-op after finalize)   B
-//   insert(k, v)                 no          buffer; every message_bytes: A + W            local
-//   insert_or_assign(k, v)       no          the same
-//   flush()                      collective  ship the rest, barrier, apply locally         B + M(A + W) + local
-//                                            (one more round of B per full mailbox)
+// Operations and costs (per record unless stated; M = one shipped message of up to message_bytes). Who: collective
+// = every rank of the map's team, in the same order; any rank = one rank's call:
+//   hash_map_buffer(map, opts)     collective  allocate the mailboxes on the map's team       B
+//   ~hash_map_buffer               collective  then each rank frees its mailbox (no-op after finalize)   B
+//   post_insert(k, v)              any rank    buffer; every message_bytes: A + W            local
+//   post_insert_or_assign(k, v)    any rank    the same
+//   flush()                        collective  ship the rest, barrier, apply locally         B + M(A + W) + local
+//                                              (one more round of B per full mailbox)
+// post_* = fire and forget: no result per record; flush() completes them and reports what did not fit.
 //
 // Ordering rules. Until flush() returns, a buffered record is invisible: finds do not see it and it does not see
 // the table. flush() applies, on every owner, the records in the order (source rank, that rank's issue order), so
@@ -31,9 +33,9 @@
 //
 // Example:
 //   shoal::hash_map<std::uint64_t, std::uint64_t> map(1 << 20);
-//   shoal::hash_map_buffer buffer(map);          // collective
-//   for (auto k : my_keys) buffer.insert(k, 1);  // local until a message fills
-//   buffer.flush();                              // collective: every insert is in the table on return
+//   shoal::hash_map_buffer buffer(map);               // collective
+//   for (auto k : my_keys) buffer.post_insert(k, 1);  // local until a message fills
+//   buffer.flush();                                   // collective: every insert is in the table on return
 #pragma once
 
 #include <cstddef>
@@ -69,10 +71,10 @@ class hash_map_buffer {
                              map.team()) {}
 
   /// Buffers an insert (applied at flush(); the first record of a key wins).
-  void insert(const key_type& key, const mapped_type& value) { append(insert_op, key, value); }
+  void post_insert(const key_type& key, const mapped_type& value) { append(insert_op, key, value); }
 
   /// Buffers an insert_or_assign (applied at flush(); the last record of a key wins).
-  void insert_or_assign(const key_type& key, const mapped_type& value) { append(assign_op, key, value); }
+  void post_insert_or_assign(const key_type& key, const mapped_type& value) { append(assign_op, key, value); }
 
   /// Collective: completes every buffered record on every rank. Returns the number of keys that were new to the
   /// table, summed over all ranks.
@@ -89,9 +91,9 @@ class hash_map_buffer {
         records.push_back(record{op, std::move(key), r.read<mapped_type>()});
       }
       // The table is larger than the caches: load the home bucket a few records ahead.
-      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.prefetch_local(records[i].key);
+      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.local_prefetch(records[i].key);
       for (std::size_t i = 0; i < records.size(); ++i) {
-        if (i + prefetch_distance < records.size()) map_.prefetch_local(records[i + prefetch_distance].key);
+        if (i + prefetch_distance < records.size()) map_.local_prefetch(records[i + prefetch_distance].key);
         const auto& rec = records[i];
         try {
           const bool fresh = rec.op == insert_op ? map_.insert(rec.key, rec.value, promise::local)

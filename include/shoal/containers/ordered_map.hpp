@@ -7,16 +7,28 @@
 // forwarded forward-only from node to node; the node that reaches the answer replies to the client directly. Every
 // request is handled atomically by the node it reaches (one handler on the owning rank).
 //
-// Operations (none collective unless marked; blocking forms wait, making progress; async_ forms return a future):
-//   find(k) -> optional<V>                     insert(k, v) -> bool (false: k present)    erase(k) -> bool
-//   lower_bound(k) / successor(k) -> optional<pair<K,V>>   (first key >= k / > k)
-//   range(lo, hi) -> vector<pair<K,V>>         ordered, inclusive; every node holding part of it answers
-//   range("4.[2,8].3.[1,3]") / range(key_box)  tuple/array-of-integer keys: per-dimension values and intervals
-//   wait()                                     this rank's operations all complete
-//   size()            COLLECTIVE               key-values in the map (after a quiescence barrier)
-//   set_consistency(c) / set_asynchrony(k)  COLLECTIVE  change the semantics / k between quiescent points
-//   ordered_map(opts = {}, team = world())   COLLECTIVE over the team (nodes on its ranks)
-//   ~ordered_map()    COLLECTIVE over the team: wait, quiescence of the team's messages, B; no-op after finalize
+// Operations (blocking forms wait, making progress; async_ forms return a future). Who: collective = every rank of
+// the map's team, in the same order; any rank = one rank's call (other ranks' nodes answer inside their progress):
+//   ordered_map(opts = {}, team = world())  collective  the nodes live on the team's ranks
+//   ~ordered_map()                     collective  wait, quiescence of the team's messages, B; no-op after finalize
+//   find(k) -> optional<V>, contains(k) -> bool
+//                                      any rank
+//   insert(k, v) -> bool               any rank    false: k present (its value is left unchanged)
+//   erase(k) -> bool                   any rank    false: k absent
+//   lower_bound(k) / successor(k) -> optional<pair<K,V>>
+//                                      any rank    first key >= k / > k
+//   range(lo, hi) -> vector<pair<K,V>> any rank    ordered, inclusive; every node holding part of it answers
+//   range("4.[2,8].3.[1,3]") / range(key_box)
+//                                      any rank    tuple/array-of-integer keys: per-dimension values and intervals
+//   async_<op>(...) -> future<...>     any rank    the same, non-blocking (async_operation: any raw operation)
+//   wait()                             any rank    this rank's operations all complete
+//   barrier()                          collective  every rank's operations complete, no message in flight
+//   size()                             collective  key-values in the whole map (after a quiescence barrier)
+//   local_size(), local_nodes()        any rank    key-values / nodes stored on this rank
+//   set_consistency(c) / set_asynchrony(k)
+//                                      collective  change the semantics / k between quiescent points
+//   window(), options(), stats()       any rank    this rank's client window, the options, its counters
+//   local_add_shortcut(min, node, h)   any rank    tests only: a (possibly stale) shortcut on this rank's board
 //
 // Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
@@ -104,7 +116,7 @@ class ordered_map {
   using operation = ordered_map_operation<K, V>;
   using operation_result = ordered_map_operation_result<K, V>;
 
-  /// COLLECTIVE over `team`: the map's nodes live on the team's ranks; its messages carry the team's id, so its
+  /// Collective over `team`: the map's nodes live on the team's ranks; its messages carry the team's id, so its
   /// quiescence barriers (barrier(), size(), the destructor) wait for the team's messages among its ranks only.
   explicit ordered_map(const ordered_map_options& opts = {}, const shoal::team& team = shoal::world())
       : reg_(team, "shoal::ordered_map"), opts_(opts) {
@@ -118,7 +130,7 @@ class ordered_map {
     const std::uint32_t id = id_;
     net.send = [id, team](int dst, std::vector<std::byte>&& bytes) {  // dst: a team rank
       shoal::am::team_scope scope(team);
-      shoal::async(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
+      shoal::post(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
     };
     net.flush = [] { shoal::am::flush(); };
     service_ = std::make_unique<service_type>(opts, std::move(net));
@@ -128,7 +140,7 @@ class ordered_map {
   ordered_map(const ordered_map&) = delete;
   ordered_map& operator=(const ordered_map&) = delete;
 
-  /// COLLECTIVE: waits for this rank's operations, then for every message everywhere; then reg_ frees the handler
+  /// Collective: waits for this rank's operations, then for every message everywhere; then reg_ frees the handler
   /// slot. Nothing after the environment has ended (docs/design.md, "Lifetime").
   ~ordered_map() {
     if (!shoal::detail::run_is_live(reg_.run())) return;
@@ -202,12 +214,12 @@ class ordered_map {
 
   // ---- completion and inspection ---------------------------------------------------------------------------------
 
-  /// Waits until every operation of this rank has completed. Local.
+  /// Waits until every operation of this rank has completed. Any rank.
   void wait() {
     while (service_->outstanding() > 0) shoal::progress();
   }
 
-  /// COLLECTIVE: every operation of every rank has completed and no message is in flight.
+  /// Collective: every operation of every rank has completed and no message is in flight.
   void barrier() {
     wait();
     shoal::am::barrier(team());
@@ -215,14 +227,14 @@ class ordered_map {
 
   const shoal::team& team() const noexcept { return reg_.team(); }
 
-  /// COLLECTIVE: number of key-values.
+  /// Collective: the number of key-values in the whole map.
   std::size_t size() {
     barrier();
     return static_cast<std::size_t>(
         team().allreduce(static_cast<std::uint64_t>(service_->local_keys()), shoal::op::sum{}));
   }
 
-  /// COLLECTIVE: switches the consistency semantics (after a quiescence barrier).
+  /// Collective: switches the consistency semantics (after a quiescence barrier).
   void set_consistency(consistency c) {
     barrier();
     opts_.semantics = c;
@@ -230,7 +242,7 @@ class ordered_map {
     shoal::am::barrier(team());
   }
 
-  /// COLLECTIVE: changes k, the degree of asynchrony of every node (after a quiescence barrier; paper §1.2: "set or
+  /// Collective: changes k, the degree of asynchrony of every node (after a quiescence barrier; paper §1.2: "set or
   /// adjusted during execution").
   void set_asynchrony(std::size_t k) {
     barrier();
@@ -246,8 +258,8 @@ class ordered_map {
   const ordered_map_options& options() const { return opts_; }
   const ordered_map_stats& stats() const { return service_->stats(); }
 
-  /// For tests: post a (possibly stale) shortcut on this rank's bulletin board.
-  void post_shortcut(const K& min, detail::ordered_map::node_ref node, int height) {
+  /// For tests: adds a (possibly stale) shortcut to this rank's bulletin board. Any rank.
+  void local_add_shortcut(const K& min, detail::ordered_map::node_ref node, int height) {
     service_->post_shortcut(min, node, height);
   }
 

@@ -7,21 +7,23 @@
 // head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than the oldest
 // one (docs/containers/relaxed_queue.md measures how near).
 //
-// Operations (none is collective except construction, destruction and size()):
+// Operations (who: collective = every rank of the queue's team, in the same order; any rank = one rank's call):
 //   relaxed_queue<T> q(opts = {}, team = world())
-//                                collective; allocates one ring of opts.capacity_per_rank slots per team rank,
-//                                synchronises the clocks (shoal::synchronized_clock, core/clock.hpp)
-//   ~relaxed_queue               collective: B, then each rank frees its ring (no-op after finalize)
-//   q.push(v)                    -> relaxed::push_result::pushed, or ::full when every ring was full
-//   q.try_pop() / try_pop(ncand) -> std::optional<T>; std::nullopt when every ring was seen empty
-//   q.try_pop_stamped(ncand)     -> also the element's insertion stamp, the pop's stamp and its ring
-//   q.size()                     collective; the number of elements after every earlier operation completed
-//   q.now()                      the synchronised clock (ns) that stamps elements
+//                                collective  allocates one ring of opts.capacity_per_rank slots per team rank,
+//                                            synchronises the clocks (shoal::synchronized_clock, core/clock.hpp)
+//   ~relaxed_queue               collective  B, then each rank frees its ring (no-op after finalize)
+//   q.try_push(v)                any rank    -> bool: true when stored, false when every ring was full
+//   q.push(v)                    any rank    as try_push; container_full when every ring was full
+//   q.try_pop() / try_pop(ncand) any rank    -> std::optional<T>; std::nullopt when every ring was seen empty
+//   q.try_pop_stamped(ncand)     any rank    -> also the element's insertion stamp, the pop's stamp and its ring
+//   q.size()                     collective  the number of elements after every earlier operation completed
+//   q.now(), clock_error_bound_ns()
+//                                any rank    the synchronised clock (ns) that stamps elements, and its error bound
 //
 // Algorithms (relaxed_queue_options::algorithm):
 //   lock_based (the paper)  a ring is locked by a remote test-and-set on its lock word. push locks a ring (spinning),
 //     reads its state word (head index << 32 | count), puts the element and stores the new state, unlocks; a full
-//     ring is skipped, and `full` is returned once every ring was full. try_pop try-locks random rings until ncand
+//     ring is skipped, and try_push returns false once every ring was full. try_pop try-locks random rings until ncand
 //     non-empty ones are held (an empty one is released and shrinks the set of rings left to try; a busy one counts
 //     an attempt once at least one ring is held, and after max_nattempts all held rings are released and the search
 //     starts over after a random back-off, so two poppers never deadlock), takes the element with the smallest
@@ -55,16 +57,17 @@
 //
 // Concurrency promises: every operation may run concurrently with every other (fully atomic). Ordering: a pop
 // returns the oldest of the k heads it examined; the rank error (older elements still queued) is measured in
-// docs/containers/relaxed_queue.md. `full` and an empty pop are observations of each ring at the time it was
+// docs/containers/relaxed_queue.md. A full push and an empty pop are observations of each ring at the time it was
 // examined, not of the whole queue at one instant.
 //
 // Errors: shoal::usage_error for bad options, naming the field (capacity_per_rank 0 or >= 2^31, ncand,
 // max_nattempts or clock_sync_rounds < 1, capacity_per_rank / algorithm / mode that differ between ranks);
-// shoal::heap_exhausted when the rings do not fit (raise SHOAL_HEAP_SIZE).
+// shoal::heap_exhausted when the rings do not fit (raise SHOAL_HEAP_SIZE); shoal::container_full from push (not
+// try_push) when every ring was full (the message names the capacity per rank).
 //
 // Example:
 //   shoal::relaxed_queue<std::uint64_t> q({.capacity_per_rank = 1000, .ncand = 2});
-//   if (q.push(shoal::rank()) == shoal::relaxed::push_result::full) { /* every ring is full */ }
+//   if (!q.try_push(shoal::rank())) { /* every ring is full */ }
 //   shoal::barrier();
 //   while (auto v = q.try_pop()) consume(*v);
 #pragma once
@@ -97,9 +100,6 @@ namespace relaxed {
 enum class algorithm { lock_based, lock_free };
 enum class lock_mode { exclusive, shared };
 enum class insertion { random, local_first };
-
-/// The outcome of a push: stored, or every ring was full when examined.
-enum class push_result { pushed, full };
 
 /// A popped element with its insertion stamp and the stamp of the pop (ns on the synchronised clock).
 template <class T>
@@ -215,17 +215,27 @@ class relaxed_queue {
   relaxed_queue(const relaxed_queue&) = delete;
   relaxed_queue& operator=(const relaxed_queue&) = delete;
 
-  /// Stores `value` in one ring (random, or this rank's first with insertion::local_first); `full` when every ring
+  /// Stores `value` in one ring (random, or this rank's first with insertion::local_first); false when every ring
   /// was full when examined.
-  [[nodiscard]] relaxed::push_result push(const T& value) {
+  [[nodiscard]] bool try_push(const T& value) {
     reg_.check();
-    if (opts_.insertion == relaxed::insertion::local_first && store(me_, value)) return relaxed::push_result::pushed;
+    if (opts_.insertion == relaxed::insertion::local_first && store(me_, value)) return true;
     push_order_.restart();
     while (push_order_.remaining() > 0) {
       push_order_.take(push_order_.pick(rng_));
-      if (store(push_order_.last_taken(), value)) return relaxed::push_result::pushed;
+      if (store(push_order_.last_taken(), value)) return true;
     }
-    return relaxed::push_result::full;
+    return false;
+  }
+
+  /// As try_push, but throws container_full when every ring was full.
+  void push(const T& value) {
+    if (try_push(value)) return;
+    throw container_full("shoal::relaxed_queue::push: every ring was full (" +
+                         std::to_string(opts_.capacity_per_rank) + " slots on each of " + std::to_string(rings_) +
+                         " ranks); pop elements first, construct the queue with a larger "
+                         "relaxed_queue_options::capacity_per_rank, or call "
+                         "try_push, which returns false instead of throwing");
   }
 
   /// Pops the oldest head among options().ncand random non-empty rings; std::nullopt when every ring was empty.

@@ -198,7 +198,7 @@ inline team wrap_runtime_team(MPI_Comm comm, std::uint64_t run, bool world);
 /// A group of ranks of the environment. world() is every rank; node_team() the ranks of this node; a team is also
 /// made from an MPI communicator whose ranks all belong to the environment (team(MPI_Comm)) or by splitting a team
 /// (split). Ranks are numbered 0..size()-1 inside the team; to_world / from_world translate to and from the
-/// environment's ranks (those of global_ptr, shoal::async and shoal::rank()). Copies share one communicator; a team
+/// environment's ranks (those of global_ptr, shoal::post and shoal::rank()). Copies share one communicator; a team
 /// belongs to the environment (run) that was up when it was made and is inert after that environment ends.
 class team {
  public:
@@ -238,7 +238,7 @@ class team {
   /// to (0: world()). Active messages carry it, so that quiescence can be reached per team (docs/am.md).
   std::uint32_t id() const noexcept { return state_ ? state_->id : 0; }
 
-  /// The environment rank of team rank `r` (0 <= r < size()): the rank global_ptr, async and rpc take.
+  /// The environment rank of team rank `r` (0 <= r < size()): the rank global_ptr, post and rpc take.
   int to_world(int r) const {
     if (static_cast<unsigned>(r) >= static_cast<unsigned>(size_)) throw_rank(r);
     return state_->to_world.empty() ? r : state_->to_world[static_cast<std::size_t>(r)];

@@ -65,7 +65,7 @@ struct block {
 struct rx_buffer;
 
 /// Decodes one message at `b.pos`, advances `b.pos` past it, then runs the handler. Trampolines of trivially copyable
-/// messages go on with the rest of the group (`b.left` more messages), see run_async.
+/// messages go on with the rest of the group (`b.left` more messages), see run_post.
 using trampoline = void (*)(rx_buffer& b);
 
 /// A received buffer being executed; `pos`, `left` and `run` are shared by nested handler loops (a handler that
@@ -338,7 +338,7 @@ class engine {
     if (live_rpcs_ > 0) {
       std::fprintf(stderr,
                    "shoal::am (rank %d) at finalize: %zu rpc result(s) were never taken with future::get(); "
-                   "get() every rpc future (or use shoal::async when no result is needed)\n",
+                   "get() every rpc future (or use shoal::post when no result is needed)\n",
                    me_, live_rpcs_);
     }
     if (!requests_.empty()) {

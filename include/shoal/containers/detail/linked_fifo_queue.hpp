@@ -4,14 +4,14 @@
 // Model: one-sided, hosted head and tail. Each rank owns a pool of list nodes in its segment (nodes are never reused,
 // so there is no ABA and a node read after its publication never changes); the head and tail words live on the host
 // rank and hold global_ptr::raw() values (8 bytes, swapped by compare_exchange). The list starts with a dummy node.
-//   push: take the next node of the own pool, put (stamp, value) into it, then link it: read tail, read tail.next;
+//   try_push: take the next node of the own pool, put (stamp, value) into it, then link it: read tail, read tail.next;
 //         if null, compare_exchange tail.next null -> node and swing tail; otherwise help swing tail and retry.
-//   pop:  read head, tail and head.next; empty when head.next is null; if head == tail, help swing tail; otherwise
+//   try_pop: read head, tail and head.next; empty when head.next is null; if head == tail, help swing tail; otherwise
 //         read next's item and compare_exchange head -> next.
 // Linearizable FIFO. Every push and pop goes through the host's two words: the hot spot relaxed_queue removes.
 //
-// Cost (uncontended): push W + 4A; try_pop 4A + R (3A when empty). Failed compare_exchanges retry.
-// Collective: construction and destruction. A rank that used up its pool gets push_result::full.
+// Cost (uncontended): try_push W + 4A; try_pop 4A + R (3A when empty). Failed compare_exchanges retry.
+// Collective: construction and destruction. A rank that used up its pool gets false from try_push.
 #pragma once
 
 #include <cstddef>
@@ -56,8 +56,9 @@ class linked_fifo_queue {
   linked_fifo_queue(const linked_fifo_queue&) = delete;
   linked_fifo_queue& operator=(const linked_fifo_queue&) = delete;
 
-  [[nodiscard]] relaxed::push_result push(const T& value) {
-    if (used_ == pool_size_) return relaxed::push_result::full;
+  /// False when this rank's pool of nodes is used up.
+  [[nodiscard]] bool try_push(const T& value) {
+    if (used_ == pool_size_) return false;
     const auto fresh = pools_[static_cast<std::size_t>(me_)] + static_cast<std::ptrdiff_t>(used_++);
     put(item_of(fresh.raw()), item_type{clock_.now(), value});
     for (;;) {
@@ -66,7 +67,7 @@ class linked_fifo_queue {
       if (next == 0) {
         if (compare_exchange(next_of(tail), std::uint64_t{0}, fresh.raw()) == 0) {
           compare_exchange(tail_word(), tail, fresh.raw());
-          return relaxed::push_result::pushed;
+          return true;
         }
       } else {
         compare_exchange(tail_word(), tail, next);  // the tail lags: help it on

@@ -43,8 +43,9 @@ class owner_container {
     using op = typename Derived::template update_op<F, std::decay_t<Args>...>;
     return call<op, typename op::wire, identity>(std::move(key), std::forward<Args>(args)...);
   }
+  /// Fire and forget: no result; completed (and a throwing fn reported) by wait() / flush().
   template <owner_function F, class... Args>
-  void async_update(ignore_result_t, K key, F, Args&&... args) {
+  void post_update(K key, F, Args&&... args) {
     post<typename Derived::template update_op<F, std::decay_t<Args>...>>(std::move(key), std::forward<Args>(args)...);
   }
 

@@ -118,7 +118,7 @@ class owner_table {
     } else {
       const std::uint32_t slot = add_pending(state, 0);
       ledger_.touch(owner);
-      shoal::async(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
+      shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
     }
     using base = future_state<future_value_t<R>>;
     return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
@@ -136,7 +136,7 @@ class owner_table {
       }
     } else {
       ledger_.touch(owner);
-      shoal::async(to_world(owner), &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
+      shoal::post(to_world(owner), &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
     }
   }
 
@@ -181,7 +181,7 @@ class owner_table {
         ledger_.touch(owner);
         std::apply(
             [&](auto&&... a) {
-              shoal::async(to_world(owner), &on_call<Op, std::decay_t<decltype(a)>...>, id_, slot, std::move(a)...);
+              shoal::post(to_world(owner), &on_call<Op, std::decay_t<decltype(a)>...>, id_, slot, std::move(a)...);
             },
             args);
       }
@@ -194,7 +194,7 @@ class owner_table {
   /// Completes every operation this rank issued (HASH_Wait). Not collective. Throws container_full if
   /// fire-and-forget inserts did not fit, remote_error if a fire-and-forget operation failed at its owner.
   void wait() {
-    ledger_.send_fences([&](int o) { shoal::async(to_world(o), &on_fence, id_); });
+    ledger_.send_fences([&](int o) { shoal::post(to_world(o), &on_fence, id_); });
     while (ledger_.fences_out()) shoal::progress();
     ledger_.report(name_, shard_.capacity());
   }
@@ -235,7 +235,7 @@ class owner_table {
     } catch (...) {
       failure = std::current_exception();
     }
-    for (int s : owners()) shoal::async(to_world(s), &on_client_closed, id_);
+    for (int s : owners()) shoal::post(to_world(s), &on_client_closed, id_);
     shoal::am::flush();
     team().barrier();
     if (failure) std::rethrow_exception(failure);
@@ -295,8 +295,8 @@ class owner_table {
     } catch (const std::exception& e) {
       what = self.failure_text(e);
     }
-    if (result) shoal::async(self.to_world(origin), &on_reply<typename Op::wire>, id, slot, std::move(*result));
-    else shoal::async(self.to_world(origin), &on_reply_error, id, slot, std::move(what));
+    if (result) shoal::post(self.to_world(origin), &on_reply<typename Op::wire>, id, slot, std::move(*result));
+    else shoal::post(self.to_world(origin), &on_reply_error, id, slot, std::move(what));
   }
 
   template <class Wire>
@@ -325,7 +325,7 @@ class owner_table {
     auto& self = lookup(id);
     const int origin = self.origin();
     completion_ledger::origin_report r = self.ledger_.take(origin);
-    shoal::async(self.to_world(origin), &on_fence_reply, id, r.rejected, std::move(r.error));
+    shoal::post(self.to_world(origin), &on_fence_reply, id, r.rejected, std::move(r.error));
   }
 
   static void on_fence_reply(std::uint32_t id, std::uint64_t rejected, std::string error) {

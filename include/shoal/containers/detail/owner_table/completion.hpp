@@ -77,7 +77,7 @@ class completion_ledger {
     std::string error = std::exchange(error_, {});
     if (!error.empty()) throw remote_error(error);
     if (rejected != 0) {
-      throw container_full(name + ": " + std::to_string(rejected) + " insert(s) sent with shoal::ignore_result " +
+      throw container_full(name + ": " + std::to_string(rejected) + " fire-and-forget insert(s) (post_*) " +
                            "did not fit (an owner reached dist_map_options::capacity_per_rank = " +
                            std::to_string(capacity) + "); raise capacity_per_rank, or use the batch or future " +
                            "forms, which report exactly what went in");
