@@ -11,3 +11,7 @@ foreach(how abort exit)
   set_tests_properties(rank_death.${how}.np3 PROPERTIES TIMEOUT 90 PROCESSORS 2 LABELS faults
                        ENVIRONMENT "${SHOAL_TEST_ENV}" PASS_REGULAR_EXPRESSION "stopped with status")
 endforeach()
+# The fault mode itself (include/shoal/core/detail/faults.hpp): parsing and the scheduler at one rank; at 3 ranks on
+# the owner-applied message path, that requests and replies are really held back and reordered, per-origin order kept.
+shoal_add_mpi_test(fault_mode SOURCES fault_mode_test.cpp RANKS 1 TIMEOUT 60
+                   VARIANTS "messages@3:SHOAL_FORCE_MESSAGES=1,SHOAL_FAULTS=delay:1")
