@@ -238,7 +238,7 @@ void run_relaxed_queue(context& ctx) {
   for (const auto& s : settings) {
     const std::string variant = s.label + " ncand=" + std::to_string(s.ncand);
     ctx.progress(variant);
-    shoal::relaxed::options o;
+    shoal::relaxed_queue_options o;
     o.ncand = s.ncand;
     o.algorithm = s.algorithm;
     o.mode = s.mode;

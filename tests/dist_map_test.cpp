@@ -348,6 +348,44 @@ TEST(dist_map, blocking_factor_and_cyclic_placement) {
   EXPECT_THROW((shoal::dist_map<std::string, int>(bad)), shoal::usage_error);
 }
 
+TEST(dist_map, bad_options_are_rejected_naming_the_field) {
+  const int np = shoal::size();
+  auto rejects = [](const shoal::dist_map_options& o, const std::string& says) {
+    try {
+      shoal::dist_multimap<u64, u64> m(o);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const shoal::usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  shoal::dist_map_options o;
+  o.servers = {np};
+  rejects(o, "dist_map_options::servers must list distinct team ranks in 0.." + std::to_string(np - 1) + " (got rank " +
+                 std::to_string(np) + ")");
+  o.servers = {-1};
+  rejects(o, "(got rank -1)");
+  o.servers = {0, 0};
+  rejects(o, "dist_map_options::servers must list distinct team ranks in 0.." + std::to_string(np - 1) +
+                 " (got rank 0 twice)");
+  o.servers = {};
+  o.placement = static_cast<shoal::key_placement>(9);
+  rejects(o, "dist_map_options::placement must be key_placement::hashed or key_placement::cyclic (got 9)");
+  shoal::dist_map_options cyclic;
+  cyclic.placement = shoal::key_placement::cyclic;
+  try {
+    shoal::dist_map<std::string, int> m(cyclic);
+    ADD_FAILURE() << "cyclic placement of string keys accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("shoal::dist_map: dist_map_options::placement = key_placement::cyclic needs an "
+                                         "integral key type"),
+              std::string::npos)
+        << e.what();
+  }
+  shoal::dist_map<u64, u64> good;  // the team is still usable
+  good.insert(key_of(shoal::rank(), 1), 1);
+  EXPECT_EQ(good.size(), static_cast<std::size_t>(np));
+}
+
 TEST(dist_map, errors_at_the_owner_come_back) {
   shoal::dist_map<u64, u64> m;
   const int me = shoal::rank();

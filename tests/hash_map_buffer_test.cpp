@@ -67,6 +67,28 @@ TEST(HashMapBuffer, StringsAndOversizedRecords) {
   shoal::barrier();
 }
 
+TEST(HashMapBuffer, OptionsOutOfRangeNameTheField) {
+  shoal::hash_map<int, int> m(16 * static_cast<std::size_t>(np()));
+  shoal::hash_map_buffer_options opts;
+  opts.message_bytes = 0;
+  try {
+    shoal::hash_map_buffer buffer(m, opts);
+    ADD_FAILURE() << "message_bytes 0 accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_EQ(std::string(e.what()), "shoal::hash_map_buffer_options::message_bytes must be in [1, 2^31) bytes (got 0)");
+  }
+  opts = {};
+  opts.mailbox_messages = std::size_t{1} << 40;
+  try {
+    shoal::hash_map_buffer buffer(m, opts);
+    ADD_FAILURE() << "2^40 mailbox messages accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "shoal::hash_map_buffer_options::mailbox_messages must be in [1, 2^31) (got 1099511627776)");
+  }
+  shoal::barrier();
+}
+
 TEST(HashMapBuffer, FullTableIsReportedByFlush) {
   shoal::hash_map<int, int> m(static_cast<std::size_t>(np()) * 4);
   shoal::hash_map_buffer buffer(m);

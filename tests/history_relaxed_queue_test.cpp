@@ -43,8 +43,8 @@ TEST_P(RelaxedQueueHistory, RankErrorWithinItsDocumentedBound) {
     GTEST_SKIP() << "ncand = p with " << p << " ranks on " << std::thread::hardware_concurrency()
                  << " cores off shared memory";
   }
-  shoal::relaxed::options o;
-  o.capacity = 4096;
+  shoal::relaxed_queue_options o;
+  o.capacity_per_rank = 4096;
   o.ncand = ncand;
   o.algorithm = GetParam().algorithm;
   o.seed = 7;

@@ -68,9 +68,9 @@ const config configs[] = {
 
 class RelaxedQueue : public ::testing::TestWithParam<config> {
  protected:
-  shoal::relaxed::options make(std::size_t capacity, int ncand = 2) const {
-    shoal::relaxed::options o;
-    o.capacity = capacity;
+  shoal::relaxed_queue_options make(std::size_t capacity, int ncand = 2) const {
+    shoal::relaxed_queue_options o;
+    o.capacity_per_rank = capacity;
     o.ncand = ncand;
     o.algorithm = GetParam().algorithm;
     o.mode = GetParam().mode;
@@ -219,24 +219,45 @@ INSTANTIATE_TEST_SUITE_P(Variants, RelaxedQueue, ::testing::ValuesIn(configs),
                          [](const ::testing::TestParamInfo<config>& info) { return std::string(info.param.name); });
 
 TEST(RelaxedQueueOptions, BadOptionsNameTheSetting) {
-  shoal::relaxed::options o;
-  o.capacity = 0;
+  shoal::relaxed_queue_options o;
+  o.capacity_per_rank = 0;
   try {
     shoal::relaxed_queue<int> q(o);
     FAIL() << "capacity 0 accepted";
   } catch (const shoal::usage_error& e) {
-    EXPECT_NE(std::string(e.what()).find("capacity"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()),
+              "shoal::relaxed_queue_options::capacity_per_rank must be in [1, 2^31) slots (got 0)");
   }
   o = {};
   o.ncand = 0;
+  try {
+    shoal::relaxed_queue<int> q(o);
+    FAIL() << "ncand 0 accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_EQ(std::string(e.what()), "shoal::relaxed_queue_options::ncand must be at least 1 (got 0)");
+  }
+  o = {};
+  o.clock_sync_rounds = -2;
   EXPECT_THROW(shoal::relaxed_queue<int>{o}, shoal::usage_error);
-  shoal::relaxed_queue<int> q(shoal::relaxed::options{.capacity = 4});
+  if (np() > 1) {
+    o = {};
+    o.capacity_per_rank = 4 + static_cast<std::size_t>(me());
+    try {
+      shoal::relaxed_queue<int> q(o);
+      FAIL() << "different capacities accepted";
+    } catch (const shoal::usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find("capacity_per_rank, ::algorithm and ::mode must be equal on every rank"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  shoal::relaxed_queue<int> q(shoal::relaxed_queue_options{.capacity_per_rank = 4});
   EXPECT_THROW((void)q.try_pop(0), shoal::usage_error);
 }
 
 TEST(RelaxedQueueOptions, DefaultsFollowThePaper) {
   shoal::relaxed_queue<std::uint64_t> q;
-  EXPECT_EQ(q.options().capacity, 100'000u);
+  EXPECT_EQ(q.options().capacity_per_rank, 100'000u);
   EXPECT_EQ(q.options().ncand, 2);
   EXPECT_EQ(q.options().mode, shoal::relaxed::lock_mode::exclusive);
   EXPECT_EQ(q.capacity(), 100'000u * static_cast<std::size_t>(np()));

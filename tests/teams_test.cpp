@@ -58,8 +58,8 @@ void exercise(const shoal::team& t) {
   shoal::bloom_filter<int> bf(1024, 3, {}, t);
   shoal::circular_queue<int> cq(n - 1, static_cast<std::size_t>(n), t);
   shoal::fast_queue<int> fq(0, static_cast<std::size_t>(n), t);
-  shoal::relaxed::options ro;
-  ro.capacity = 4;
+  shoal::relaxed_queue_options ro;
+  ro.capacity_per_rank = 4;
   shoal::relaxed_queue<int> rq(ro, t);
   shoal::ordered_map<int, int> om({}, t);
   EXPECT_EQ(da.team().size(), n);
@@ -281,6 +281,9 @@ TEST(Lifetime, ContainersOutliveTheirEnvironment) {
   expect_usage_error([&] { (void)old->ar.get(0); }, "made in environment run");
   expect_usage_error([&] { (void)old->om->find(0); }, "made in environment run");
   expect_usage_error([&] { old->da.team().barrier(); }, "environment that has ended");
+  EXPECT_FALSE(old->da.team().live());
+  EXPECT_TRUE(fresh.team().live());
+  EXPECT_FALSE(shoal::team().live());
   old.reset();  // destructors of run 1: no communication, no free
   EXPECT_EQ(shoal::heap_in_use(), with_fresh);
   fresh.put(static_cast<std::size_t>(shoal::rank()) % 4, 5);

@@ -43,8 +43,8 @@
 #include "contig/ufx.hpp"
 #include "flights/protocol.hpp"
 #include "kv_trace/trace.hpp"
+#include "shoal/containers/key_box.hpp"
 #include "shoal/core/detail/faults.hpp"
-#include "shoal/containers/detail/ordered_map/key_range.hpp"
 #include "shoal/core/detail/size_parse.hpp"
 #include "shoal/core/error.hpp"
 

@@ -57,7 +57,9 @@
 
 namespace shoal {
 
+/// Options of a bloom_filter (every field defaulted).
 struct bloom_filter_options {
+  /// Seed of the block and bit hashes; any value, the same on every rank.
   std::uint64_t seed = 0x6a09e667f3bcc909ull;
 };
 

@@ -40,7 +40,9 @@
 #include <utility>
 #include <vector>
 
-#include "shoal/containers/detail/owner_table.hpp"
+#include "shoal/containers/detail/owner_container.hpp"
+#include "shoal/containers/dist_map_options.hpp"
+#include "shoal/containers/dist_map_results.hpp"
 #include "shoal/local/flat_table.hpp"
 #include "shoal/local/linear_hash_table.hpp"
 

@@ -14,7 +14,7 @@
 // (same_op_no_op) lets an implementation assume that concurrent atomics on one word use one operation — MPICH relies
 // on it, and mixing fetch_add, XOR and CAS on a word loses updates there. Each CAS guesses the common value (a
 // reader enters "ready, no reader" and leaves "ready, one reader"), so the common case costs what fetch_add / XOR
-// would. Keys and values are stored as described in detail/stored.hpp: trivially
+// would. Keys and values are stored as described in containers/storage.hpp: trivially
 // copyable types inline, shoal::fixed<T, N> inline serialized, other types (std::string, std::vector, cereal types)
 // as blobs.
 //
@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "shoal/containers/detail/stored.hpp"
+#include "shoal/containers/storage.hpp"
 #include "shoal/core/detail/registry.hpp"
 #include "shoal/containers/promise.hpp"
 #include "shoal/core/error.hpp"
@@ -90,8 +91,9 @@
 
 namespace shoal {
 
+/// Options of a hash_map (every field defaulted).
 struct hash_map_options {
-  /// Seed of the placement hash (all ranks must agree).
+  /// Seed of the placement hash; any value, the same on every rank.
   std::uint64_t seed = 0x9e3779b97f4a7c15ull;
 };
 
@@ -324,13 +326,14 @@ class hash_map {
         .template reinterpret<stored_value>();
   }
 
-  // Spins (making progress) while a writer holds the bucket; returns the status it then sees.
+  // Waits (making progress) while a writer holds the bucket; returns the status it then sees.
   static std::uint32_t wait_until_written(global_ptr<std::uint32_t> st) {
-    for (;;) {
-      const auto seen = atomic_load(st);
-      if ((seen & state_mask) != reserved_state) return seen;
-      progress();
-    }
+    std::uint32_t seen = 0;
+    wait_until([&] {
+      seen = atomic_load(st);
+      return (seen & state_mask) != reserved_state;
+    });
+    return seen;
   }
 
   // Replaces the state bits `from` by `to`, keeping any reader count (one CAS when the guess holds).
@@ -366,16 +369,19 @@ class hash_map {
   // Takes a ready bucket exclusively (ready with no reader -> reserved). Returns reserved_state on success, else
   // the status of a bucket that stopped being ready.
   static std::uint32_t acquire_exclusive(global_ptr<std::uint32_t> st) {
-    for (;;) {
+    std::uint32_t outcome = reserved_state;
+    wait_until([&] {
       const auto seen = compare_exchange(st, ready_state, reserved_state);
-      if (seen == ready_state) return reserved_state;
+      if (seen == ready_state) return true;
       if ((seen & state_mask) == reserved_state) {
         wait_until_written(st);
-        continue;
+        return false;
       }
-      if ((seen & state_mask) != ready_state) return seen;
-      progress();  // readers inside: wait for them to leave
-    }
+      if ((seen & state_mask) == ready_state) return false;  // readers inside: wait for them to leave
+      outcome = seen;
+      return true;
+    });
+    return outcome;
   }
 
   [[noreturn]] void throw_full(const place& where) const {
@@ -466,7 +472,7 @@ class hash_map {
         switch (whole.status & state_mask) {
           case free_state: return true;
           case erased_state: return false;
-          case reserved_state: progress(); continue;  // only with a broken promise
+          case reserved_state: wait_until_written(status_of(b)); continue;  // only with a broken promise
           default: break;
         }
         if (!key_storage::matches(whole.e.key, probe_key)) return false;

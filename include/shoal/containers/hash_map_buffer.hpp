@@ -26,7 +26,8 @@
 //
 // Errors: shoal::container_full from flush() on every rank when any owner's block is full (every record that fits
 // is still applied);
-// shoal::usage_error when one record is larger than message_bytes (the message names the option).
+// shoal::usage_error when one record is larger than message_bytes (the message names the option), and for options
+// out of range (message_bytes or mailbox_messages outside [1, 2^31); the message names the field).
 //
 // Example:
 //   shoal::hash_map<std::uint64_t, std::uint64_t> map(1 << 20);
@@ -42,15 +43,17 @@
 #include <vector>
 
 #include "shoal/containers/detail/message_exchange.hpp"
+#include "shoal/containers/detail/option_check.hpp"
 #include "shoal/containers/hash_map.hpp"
 #include "shoal/core/team.hpp"
 
 namespace shoal {
 
+/// Options of a hash_map_buffer (every field defaulted; checked at construction).
 struct hash_map_buffer_options {
-  /// Payload bytes of one shipped message (the unit of aggregation).
+  /// Payload bytes of one shipped message (the unit of aggregation), in [1, 2^31).
   std::size_t message_bytes = std::size_t{64} << 10;
-  /// Messages each rank's mailbox holds between two flushes; more arrive in extra rounds of flush().
+  /// Messages each rank's mailbox holds between two flushes, in [1, 2^31); more arrive in extra rounds of flush().
   std::size_t mailbox_messages = 128;
 };
 
@@ -62,7 +65,8 @@ class hash_map_buffer {
 
   /// Collective.
   explicit hash_map_buffer(hash_map<K, V>& map, hash_map_buffer_options opts = {})
-      : map_(map), exchange_(opts.message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer", map.team()) {}
+      : map_(map), exchange_(validated(opts).message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer",
+                             map.team()) {}
 
   /// Buffers an insert (applied at flush(); the first record of a key wins).
   void insert(const key_type& key, const mapped_type& value) { append(insert_op, key, value); }
@@ -109,6 +113,14 @@ class hash_map_buffer {
   }
 
  private:
+  static const hash_map_buffer_options& validated(const hash_map_buffer_options& o) {
+    detail::check_option(o.message_bytes >= 1 && o.message_bytes < (std::size_t{1} << 31),
+                         "hash_map_buffer_options::message_bytes", "in [1, 2^31) bytes", o.message_bytes);
+    detail::check_option(o.mailbox_messages >= 1 && o.mailbox_messages < (std::size_t{1} << 31),
+                         "hash_map_buffer_options::mailbox_messages", "in [1, 2^31)", o.mailbox_messages);
+    return o;
+  }
+
   static constexpr std::uint8_t insert_op = 0, assign_op = 1;
   static constexpr std::size_t prefetch_distance = 16;
   struct record {

@@ -43,7 +43,11 @@
 //   Whatever the semantics, each operation is atomic and correct; a stale shortcut fails over to the head.
 //
 // Errors: shoal::container_full from an insert when every rank's nodes are in use (raise nodes_per_rank or
-// granularity in ordered_map_options); shoal::usage_error for a malformed range text.
+// granularity in ordered_map_options); shoal::usage_error for options out of range (the constructor runs
+// ordered_map_options::validate(), which names the field) and for a malformed range text.
+//
+// Types: ordered_map_options and consistency (ordered_map_options.hpp), key_box (key_box.hpp), the low-level
+// operation / operation_result and stats() counters (ordered_map_operation.hpp).
 //
 // Example:
 //   shoal::ordered_map<long, double> m;                         // collective
@@ -66,10 +70,12 @@
 #include <vector>
 
 #include "shoal/am.hpp"
-#include "shoal/core/detail/registry.hpp"
-#include "shoal/containers/detail/ordered_map/key_range.hpp"
-#include "shoal/containers/detail/ordered_map/options.hpp"
+#include "shoal/am/team_scope.hpp"
 #include "shoal/containers/detail/ordered_map/service.hpp"
+#include "shoal/containers/key_box.hpp"
+#include "shoal/containers/ordered_map_operation.hpp"
+#include "shoal/containers/ordered_map_options.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/team.hpp"
@@ -95,16 +101,14 @@ class ordered_map {
   using key_type = K;
   using mapped_type = V;
   using value_type = std::pair<K, V>;
-  using operation = detail::ordered_map::op_spec<K, V>;
-  using operation_result = detail::ordered_map::op_result<K, V>;
+  using operation = ordered_map_operation<K, V>;
+  using operation_result = ordered_map_operation_result<K, V>;
 
   /// COLLECTIVE over `team`: the map's nodes live on the team's ranks; its messages carry the team's id, so its
   /// quiescence barriers (barrier(), size(), the destructor) wait for the team's messages among its ranks only.
   explicit ordered_map(const ordered_map_options& opts = {}, const shoal::team& team = shoal::world())
       : reg_(team, "shoal::ordered_map"), opts_(opts) {
-    if (opts.granularity < 2) throw usage_error("shoal::ordered_map: granularity must be at least 2");
-    if (opts.max_height < 1 || opts.max_height > 64) throw usage_error("shoal::ordered_map: max_height in 1..64");
-    if (!(opts.tower_p > 0 && opts.tower_p < 1)) throw usage_error("shoal::ordered_map: tower_p in (0, 1)");
+    opts.validate();
     deliver_ = [this](std::span<const std::byte> bytes) { service_->deliver(bytes); };
     reg_.register_target(&deliver_);
     id_ = reg_.slot();
@@ -113,7 +117,7 @@ class ordered_map {
     net.ranks = team.size();
     const std::uint32_t id = id_;
     net.send = [id, team](int dst, std::vector<std::byte>&& bytes) {  // dst: a team rank
-      shoal::am::detail::team_scope scope(shoal::am::detail::get(), team.id());
+      shoal::am::team_scope scope(team);
       shoal::async(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
     };
     net.flush = [] { shoal::am::flush(); };
@@ -147,14 +151,14 @@ class ordered_map {
   /// True when inserted, false when the key was present (its value is left unchanged).
   future<bool> async_insert(const K& key, const V& value) {
     return submit<bool>({op_kind::insert, key, {}, value, {}},
-                        [](operation_result&& r) { return r.st == detail::ordered_map::status::ok; });
+                        [](operation_result&& r) { return r.st == ordered_map_status::ok; });
   }
   bool insert(const K& key, const V& value) { return async_insert(key, value).get(); }
 
   /// True when the key was present.
   future<bool> async_erase(const K& key) {
     return submit<bool>({op_kind::erase, key, {}, {}, {}},
-                        [](operation_result&& r) { return r.st == detail::ordered_map::status::ok; });
+                        [](operation_result&& r) { return r.st == ordered_map_status::ok; });
   }
   bool erase(const K& key) { return async_erase(key).get(); }
 
@@ -240,7 +244,7 @@ class ordered_map {
   /// The current client window W of this rank (adapted when options().adaptive_window).
   std::size_t window() const { return service_->window(); }
   const ordered_map_options& options() const { return opts_; }
-  const detail::ordered_map::service_stats& stats() const { return service_->stats(); }
+  const ordered_map_stats& stats() const { return service_->stats(); }
 
   /// For tests: post a (possibly stale) shortcut on this rank's bulletin board.
   void post_shortcut(const K& min, detail::ordered_map::node_ref node, int height) {
@@ -249,7 +253,7 @@ class ordered_map {
 
  private:
   using service_type = detail::ordered_map::service<K, V>;
-  using op_kind = detail::ordered_map::op_kind;
+  using op_kind = ordered_map_op;
 
   static std::vector<value_type> to_pairs(operation_result&& r) {
     std::vector<value_type> out;
@@ -271,7 +275,7 @@ class ordered_map {
     reg_.check();
     auto state = std::make_shared<typename future<T>::state_type>();
     auto done = [state, convert](operation_result&& r) {
-      if (r.st == detail::ordered_map::status::list_full) {
+      if (r.st == ordered_map_status::list_full) {
         state->set_error(std::make_exception_ptr(container_full(
             "shoal::ordered_map: the list is full — every rank's nodes are in use (raise "
             "ordered_map_options::nodes_per_rank or ordered_map_options::granularity)")));

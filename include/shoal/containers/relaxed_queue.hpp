@@ -1,15 +1,16 @@
 // shoal/containers/relaxed_queue.hpp — a distributed queue with relaxed FIFO order (Paznikov 2020).
 //
-// Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity` slots in the symmetric heap,
-// with its state words and a lock word. Every element carries the time of its insertion from a clock synchronised
+// Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity_per_rank` slots in the symmetric
+// heap, with its state words and a lock word. Every element carries the time of its insertion from a clock synchronised
 // across the team when the queue is built. push puts the element into one ring (a random one, or the caller's own
-// first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of them. There is no
-// global head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than
-// the oldest one (docs/containers/relaxed_queue.md measures how near).
+// first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of them. There is no global
+// head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than the oldest
+// one (docs/containers/relaxed_queue.md measures how near).
 //
 // Operations (none is collective except construction, destruction and size()):
 //   relaxed_queue<T> q(opts = {}, team = world())
-//                                collective; allocates one ring per team rank, synchronises the clocks
+//                                collective; allocates one ring of opts.capacity_per_rank slots per team rank,
+//                                synchronises the clocks (shoal::synchronized_clock, core/clock.hpp)
 //   ~relaxed_queue               collective: B, then each rank frees its ring (no-op after finalize)
 //   q.push(v)                    -> relaxed::push_result::pushed, or ::full when every ring was full
 //   q.try_pop() / try_pop(ncand) -> std::optional<T>; std::nullopt when every ring was seen empty
@@ -17,7 +18,7 @@
 //   q.size()                     collective; the number of elements after every earlier operation completed
 //   q.now()                      the synchronised clock (ns) that stamps elements
 //
-// Algorithms (options::algorithm):
+// Algorithms (relaxed_queue_options::algorithm):
 //   lock_based (the paper)  a ring is locked by a remote test-and-set on its lock word. push locks a ring (spinning),
 //     reads its state word (head index << 32 | count), puts the element and stores the new state, unlocks; a full
 //     ring is skipped, and `full` is returned once every ring was full. try_pop try-locks random rings until ncand
@@ -35,9 +36,10 @@
 //     wins each position). A pusher stalled between its claim and its publication hides that ring's later elements
 //     until it publishes, as in Vyukov's queue.
 //
-// Lock modes (options::mode, lock_based only). The paper brackets every ring access by MPI_Win_lock on the ring's
-// rank, EXCLUSIVE or SHARED, around the test-and-set lock. shoal keeps one MPI_Win_lock_all epoch open for the whole
-// run, so the two modes are emulated on the ring's lock word, which stands for both locks (one ring per rank):
+// Lock modes (relaxed_queue_options::mode, lock_based only). The paper brackets every ring access by MPI_Win_lock on
+// the ring's rank, EXCLUSIVE or SHARED, around the test-and-set lock. shoal keeps one MPI_Win_lock_all epoch open for
+// the whole run, so the two modes are emulated on the ring's lock word, which stands for both locks (one ring per
+// rank):
 //   exclusive  the whole word is taken by compare_exchange(0 -> locked): one atomic to lock, one to unlock.
 //   shared     the caller first registers as a shared holder (fetch_add 1 on the word's low bits: MPI_LOCK_SHARED),
 //              then takes the test-and-set bit inside it (fetch_or); one fetch_add releases both. Two more atomics
@@ -56,11 +58,12 @@
 // docs/containers/relaxed_queue.md. `full` and an empty pop are observations of each ring at the time it was
 // examined, not of the whole queue at one instant.
 //
-// Errors: shoal::usage_error for bad options (capacity 0 or >= 2^31, ncand or max_nattempts < 1, options that
-// differ between ranks); shoal::heap_exhausted when the rings do not fit (raise SHOAL_HEAP_SIZE).
+// Errors: shoal::usage_error for bad options, naming the field (capacity_per_rank 0 or >= 2^31, ncand,
+// max_nattempts or clock_sync_rounds < 1, capacity_per_rank / algorithm / mode that differ between ranks);
+// shoal::heap_exhausted when the rings do not fit (raise SHOAL_HEAP_SIZE).
 //
 // Example:
-//   shoal::relaxed_queue<std::uint64_t> q({.capacity = 1000, .ncand = 2});
+//   shoal::relaxed_queue<std::uint64_t> q({.capacity_per_rank = 1000, .ncand = 2});
 //   if (q.push(shoal::rank()) == shoal::relaxed::push_result::full) { /* every ring is full */ }
 //   shoal::barrier();
 //   while (auto v = q.try_pop()) consume(*v);
@@ -76,7 +79,8 @@
 #include <thread>
 #include <vector>
 
-#include "shoal/containers/detail/synchronized_clock.hpp"
+#include "shoal/containers/detail/option_check.hpp"
+#include "shoal/core/clock.hpp"
 #include "shoal/core/detail/registry.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/error.hpp"
@@ -106,23 +110,28 @@ struct stamped {
   int ring = -1;
 };
 
-struct options {
-  /// Slots of the ring on each rank (the paper: 100,000).
-  std::size_t capacity = 100'000;
-  /// Candidate rings a pop examines (the paper recommends 2; more gives an order closer to FIFO, and costs more).
+}  // namespace relaxed
+
+/// Options of a relaxed_queue (every field defaulted; checked at construction, see the header comment).
+struct relaxed_queue_options {
+  /// Slots of the ring on each rank, in [1, 2^31) (the paper: 100,000); the same on every rank.
+  std::size_t capacity_per_rank = 100'000;
+  /// Candidate rings a pop examines, >= 1 (the paper's ncand; it recommends 2: more gives an order closer to FIFO,
+  /// and costs more).
   int ncand = 2;
-  /// Busy locks a lock_based pop tolerates while it holds candidates before it releases them all and starts over.
+  /// Busy locks a lock_based pop tolerates while it holds candidates before it releases them all and starts over,
+  /// >= 1 (the paper's max_nattempts).
   int max_nattempts = 8;
-  lock_mode mode = lock_mode::exclusive;
+  /// lock_based only; the same on every rank.
+  relaxed::lock_mode mode = relaxed::lock_mode::exclusive;
+  /// The same on every rank.
   relaxed::algorithm algorithm = relaxed::algorithm::lock_based;
   relaxed::insertion insertion = relaxed::insertion::random;
-  /// Seed of the random ring choices (mixed with the rank).
+  /// Seed of the random ring choices (mixed with the rank); any value.
   std::uint64_t seed = 0x5eed;
-  /// Ping-pong rounds per rank when the clocks are synchronised.
-  int clock_sync_rounds = 16;
+  /// Ping-pong rounds per rank when the clocks are synchronised, >= 1 (synchronized_clock's rounds).
+  int clock_sync_rounds = synchronized_clock::default_rounds;
 };
-
-}  // namespace relaxed
 
 namespace detail {
 
@@ -187,16 +196,17 @@ class relaxed_queue {
   using item_type = detail::relaxed_item<T>;
   using slot_type = detail::relaxed_slot<T>;
 
-  /// Collective over `team`: allocates one ring of opts.capacity slots on every rank of the team (ring r on team
-  /// rank r) and synchronises the clocks.
-  explicit relaxed_queue(const relaxed::options& opts = {}, const shoal::team& team = shoal::world())
+  /// Collective over `team`: allocates one ring of opts.capacity_per_rank slots on every rank of the team (ring r on
+  /// team rank r) and synchronises the clocks.
+  explicit relaxed_queue(const relaxed_queue_options& opts = {}, const shoal::team& team = shoal::world())
       : reg_(team, "shoal::relaxed_queue"), opts_(validated(opts, team)), me_(team.rank()), rings_(team.size()),
         pop_order_(rings_), push_order_(rings_), rng_(seeded(opts.seed)), clock_(opts.clock_sync_rounds, team) {
     headers_ = reg_.allocate_collective<detail::relaxed_ring_header>(1);
-    slots_ = reg_.allocate_collective<slot_type>(opts_.capacity);  // on failure reg_ frees the headers
+    slots_ = reg_.allocate_collective<slot_type>(opts_.capacity_per_rank);  // on failure reg_ frees the headers
     *headers_[static_cast<std::size_t>(me_)].local() = detail::relaxed_ring_header{};
     slot_type* mine = slots_[static_cast<std::size_t>(me_)].local();
-    for (std::size_t i = 0; i < opts_.capacity; ++i) mine[i].sequence = i;  // lock_free: slot i is free for lap 0
+    // lock_free: slot i is free for lap 0
+    for (std::size_t i = 0; i < opts_.capacity_per_rank; ++i) mine[i].sequence = i;
     team.barrier();
   }
 
@@ -252,9 +262,9 @@ class relaxed_queue {
     return static_cast<std::size_t>(total);
   }
 
-  const relaxed::options& options() const { return opts_; }
+  const relaxed_queue_options& options() const { return opts_; }
   /// Slots in all rings together.
-  std::size_t capacity() const { return opts_.capacity * static_cast<std::size_t>(rings_); }
+  std::size_t capacity() const { return opts_.capacity_per_rank * static_cast<std::size_t>(rings_); }
   /// The synchronised clock (ns) that stamps elements; see clock_error_bound_ns for its accuracy.
   std::uint64_t now() const { return clock_.now(); }
   /// The largest residual error of any rank's clock offset (half the best ping-pong round trip).
@@ -270,19 +280,19 @@ class relaxed_queue {
     item_type item;
   };
 
-  static relaxed::options validated(const relaxed::options& o, const shoal::team& team) {
-    if (o.capacity == 0 || o.capacity >= (std::size_t{1} << 31)) {
-      throw usage_error("shoal::relaxed_queue: options::capacity must be in [1, 2^31) slots per ring (got " +
-                        std::to_string(o.capacity) + ")");
-    }
-    if (o.ncand < 1) throw usage_error("shoal::relaxed_queue: options::ncand must be at least 1");
-    if (o.max_nattempts < 1) throw usage_error("shoal::relaxed_queue: options::max_nattempts must be at least 1");
-    if (o.clock_sync_rounds < 1) throw usage_error("shoal::relaxed_queue: options::clock_sync_rounds must be >= 1");
+  static relaxed_queue_options validated(const relaxed_queue_options& o, const shoal::team& team) {
+    detail::check_option(o.capacity_per_rank >= 1 && o.capacity_per_rank < (std::size_t{1} << 31),
+                         "relaxed_queue_options::capacity_per_rank", "in [1, 2^31) slots", o.capacity_per_rank);
+    detail::check_option(o.ncand >= 1, "relaxed_queue_options::ncand", "at least 1", o.ncand);
+    detail::check_option(o.max_nattempts >= 1, "relaxed_queue_options::max_nattempts", "at least 1", o.max_nattempts);
+    detail::check_option(o.clock_sync_rounds >= 1, "relaxed_queue_options::clock_sync_rounds", "at least 1",
+                         o.clock_sync_rounds);
     // The layout and the protocol must be the same everywhere.
-    const std::uint64_t shape = o.capacity << 8 | static_cast<std::uint64_t>(o.algorithm) << 4 |
+    const std::uint64_t shape = o.capacity_per_rank << 8 | static_cast<std::uint64_t>(o.algorithm) << 4 |
                                 static_cast<std::uint64_t>(o.mode);
     if (team.allreduce(shape, op::min{}) != team.allreduce(shape, op::max{})) {
-      throw usage_error("shoal::relaxed_queue: options::capacity, ::algorithm and ::mode must be equal on every rank");
+      throw usage_error("shoal::relaxed_queue_options::capacity_per_rank, ::algorithm and ::mode must be equal on "
+                        "every rank");
     }
     return o;
   }
@@ -309,11 +319,12 @@ class relaxed_queue {
     return header_word(ring, offsetof(detail::relaxed_ring_header, dequeue_pos));
   }
   global_ptr<std::uint64_t> sequence_word(int ring, std::uint64_t position) const {
-    return (slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity))
+    return (slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity_per_rank))
         .template reinterpret<std::uint64_t>();
   }
   global_ptr<item_type> item_at(int ring, std::uint64_t position) const {
-    const auto slot = slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity);
+    const auto slot =
+        slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity_per_rank);
     return global_ptr<item_type>(slot.rank(), slot.offset() + detail::relaxed_item_offset<T>);
   }
 
@@ -360,7 +371,7 @@ class relaxed_queue {
     lock(ring);
     const std::uint64_t state = atomic_load(state_word(ring));
     const std::uint64_t head = head_of(state), count = count_of(state);
-    const bool has_room = count < opts_.capacity;
+    const bool has_room = count < opts_.capacity_per_rank;
     if (has_room) {
       // Stamped under the lock, so each ring holds its elements in stamp order (up to the clock error).
       put(item_at(ring, head + count), item_type{clock_.now(), value});
@@ -405,7 +416,7 @@ class relaxed_queue {
     if (held_.empty()) return std::nullopt;
     const auto& best = oldest();
     const std::uint64_t head = head_of(best.position), count = count_of(best.position);
-    atomic_store(state_word(best.ring), pack((head + 1) % opts_.capacity, count - 1));
+    atomic_store(state_word(best.ring), pack((head + 1) % opts_.capacity_per_rank, count - 1));
     relaxed::stamped<T> out{best.item.value, best.item.stamp, clock_.now(), best.ring};
     for (const auto& c : held_) unlock(c.ring);
     return out;
@@ -449,7 +460,8 @@ class relaxed_queue {
       const auto dequeue = dequeue_word(best.ring);
       if (compare_exchange(dequeue, best.position, best.position + 1) == best.position) {
         relaxed::stamped<T> out{best.item.value, best.item.stamp, clock_.now(), best.ring};
-        atomic_store(sequence_word(best.ring, best.position), best.position + opts_.capacity);  // free for next lap
+        // free for next lap
+        atomic_store(sequence_word(best.ring, best.position), best.position + opts_.capacity_per_rank);
         return out;
       }
       back_off(restarts);  // another popper took that head first
@@ -490,13 +502,13 @@ class relaxed_queue {
   }
 
   detail::registration reg_;  // the team; frees the rings collectively (docs/design.md, "Lifetime")
-  relaxed::options opts_;
+  relaxed_queue_options opts_;
   int me_;
   int rings_;
   detail::ring_order pop_order_;
   detail::ring_order push_order_;
   std::mt19937_64 rng_;
-  detail::synchronized_clock clock_;
+  synchronized_clock clock_;
   std::vector<global_ptr<detail::relaxed_ring_header>> headers_;
   std::vector<global_ptr<slot_type>> slots_;
   std::vector<candidate> held_;

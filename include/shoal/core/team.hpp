@@ -231,6 +231,9 @@ class team {
   bool is_world() const noexcept { return state_ != nullptr && state_->to_world.empty(); }
   /// The environment (run) the team belongs to.
   std::uint64_t run() const noexcept { return state_ ? state_->run : 0; }
+  /// True while the environment the team belongs to is up (false for an empty team): what a container's destructor
+  /// asks before it frees memory of that environment.
+  bool live() const noexcept { return state_ != nullptr && detail::run_is_live(state_->run); }
   /// The team's number, the same on each of its ranks and different from that of every other team a rank belongs
   /// to (0: world()). Active messages carry it, so that quiescence can be reached per team (docs/am.md).
   std::uint32_t id() const noexcept { return state_ ? state_->id : 0; }

@@ -32,10 +32,10 @@
 
 #include "shoal/core/detail/faults.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
-#include "shoal/core/detail/runtime.hpp"
-#include "shoal/core/detail/size_parse.hpp"
 #include "shoal/core/error.hpp"
+#include "shoal/core/layer.hpp"
 #include "shoal/core/progress.hpp"
+#include "shoal/core/team.hpp"
 
 namespace shoal::am {
 
@@ -110,16 +110,16 @@ class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
 
-  engine() : run_(shoal::detail::rt().run), rt_(&shoal::detail::rt()) {
-    auto& r = *rt_;
-    SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
+  engine() : run_(shoal::layer::current_run()) {
+    const shoal::team& world = shoal::world();
+    SHOAL_MPI(MPI_Comm_dup(world.comm(), &comm_));
     SHOAL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-    me_ = r.rank;
-    size_ = r.size;
+    me_ = world.rank();
+    size_ = world.size();
     out_.resize(static_cast<std::size_t>(size_));
-    buffer_size_ = shoal::detail::env_size("SHOAL_AM_BUFFER").value_or(default_buffer_size);
+    buffer_size_ = shoal::layer::size_setting("SHOAL_AM_BUFFER").value_or(default_buffer_size);
     if (buffer_size_ < min_buffer_size) buffer_size_ = min_buffer_size;
-    max_sends_ = shoal::detail::env_size("SHOAL_AM_MAX_SENDS").value_or(default_max_sends);
+    max_sends_ = shoal::layer::size_setting("SHOAL_AM_MAX_SENDS").value_or(default_max_sends);
     if (max_sends_ == 0) max_sends_ = 1;
     if (const auto f = shoal::detail::env_faults()) {
       faults_.emplace(*f, me_, size_, shoal::detail::fault_stream::am_buffers);
@@ -225,7 +225,7 @@ class engine {
       std::uint64_t global[2] = {0, 0};
       MPI_Request req;
       SHOAL_MPI(MPI_Iallreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, team == 0 ? comm_ : team_comm, &req));
-      shoal::detail::wait_request(req);  // runs shoal::progress(), hence poll()
+      shoal::layer::wait(req);  // runs shoal::progress(), hence poll()
       if (global[0] == previous_handled) break;
       previous_handled = global[1];
     }
@@ -407,17 +407,17 @@ class engine {
 
   /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
   /// bounded); inside a handler they are only queued, never run from its send path.
-  /// The wait backs off like every wait in shoal (spin_waiter): with more ranks than cores, a sender spinning here
+  /// The wait backs off like every wait in shoal (layer::backoff): with more ranks than cores, a sender spinning here
   /// would hold the core the receiver needs to take its buffers.
   void make_room() {
     if (requests_.size() >= max_sends_) test_sends();  // below the cap, poll() completes sends
-    shoal::detail::spin_waiter pause;
+    shoal::layer::backoff pause;
     while (requests_.size() >= max_sends_) {
       const bool got = receive_one();
       if (got && depth_ == 0) run_queue();
       const std::size_t before = requests_.size();
       test_sends();
-      pause.backoff(got || requests_.size() < before);
+      pause(got || requests_.size() < before);
     }
   }
 
@@ -467,7 +467,7 @@ class engine {
       b.capacity = static_cast<std::size_t>(count);
     }
     SHOAL_MPI(MPI_Mrecv(b.data.get(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
-    ++rt_->progress_arrivals;
+    shoal::layer::note_arrival();
     const std::byte* begin = b.data.get();
     rx_buffer got{std::move(b), begin, begin + count, status.MPI_SOURCE};
     if (faults_) faults_->hold(got.source, std::move(got), queue());  // hold() takes a reference: source is read first
@@ -520,7 +520,6 @@ class engine {
   }
 
   std::uint64_t run_;
-  shoal::detail::runtime* rt_;  // outlives the engine (which its finalize hook deletes)
   MPI_Comm comm_ = MPI_COMM_NULL;
   int me_ = 0;
   int size_ = 1;
@@ -569,24 +568,23 @@ class team_scope {
 /// The engine of this run, or a usage_error (before the environment, after finalize).
 inline engine& get() {
   if (g_engine == nullptr) [[unlikely]] {
-    shoal::detail::rt();  // throws the precise "not initialized" / "finalized" error
+    shoal::layer::require_running();  // throws the precise "not initialized" / "finalized" error
     throw usage_error("shoal::am: the active-message layer is not running (was shoal/am.hpp included by the "
                       "translation unit that created the shoal::environment's program?)");
   }
   return *g_engine;
 }
 
-/// Started by every environment (see shoal::detail::start_hooks), stopped by its finalize hook.
+/// Started by every environment (shoal::layer::on_every_start), stopped by its finalize hook.
 inline void start() {
-  auto& r = shoal::detail::rt();
   g_engine = new engine;
-  r.progress_hooks.emplace_back([&r] {
+  shoal::layer::add_progress_hook([] {
     if (g_engine == nullptr) return;
-    // A one-sided wait inside a handler needs no handler here to complete (shoal::detail::one_sided_wait).
-    if (r.one_sided_waits > 0 && g_engine->in_handler()) g_engine->poll_sends();
+    // A one-sided wait inside a handler needs no handler here to complete (docs/core.md, "Handlers that wait").
+    if (g_engine->in_handler() && shoal::layer::in_one_sided_wait()) g_engine->poll_sends();
     else g_engine->poll();
   });
-  r.finalize_hooks.emplace_back([] {
+  shoal::layer::add_finalize_hook([] {
     if (g_engine == nullptr) return;
     g_engine->shutdown();
     delete g_engine;
@@ -594,6 +592,6 @@ inline void start() {
   });
 }
 
-inline const bool registered = (shoal::detail::start_hooks().push_back(&start), true);
+inline const bool registered = (shoal::layer::on_every_start(&start), true);
 
 }  // namespace shoal::am::detail

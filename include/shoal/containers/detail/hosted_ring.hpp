@@ -199,8 +199,7 @@ class hosted_ring {
   void publish_in_order(ring_word ready, position first, std::size_t n) {
     // Waits for the earlier claims: spins briefly (the predecessor is usually a few operations from done), then
     // yields, so that a predecessor sharing this core (oversubscribed ranks) gets to finish.
-    shoal::detail::spin_waiter pause;
-    while (compare_exchange(word(ready), first, first + n) != first) pause();
+    wait_until([&] { return compare_exchange(word(ready), first, first + n) == first; });
     note(ready, first + n);
   }
   void publish_any_order(ring_word ready, std::size_t n) { note(ready, fetch_add(word(ready), position{n}) + n); }

@@ -19,8 +19,8 @@
 #include <optional>
 #include <vector>
 
-#include "shoal/containers/detail/synchronized_clock.hpp"
 #include "shoal/containers/relaxed_queue.hpp"
+#include "shoal/core/clock.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/heap.hpp"
 #include "shoal/core/rma.hpp"

@@ -1,8 +1,14 @@
-// shoal/containers/detail/ordered_map/options.hpp — the settings of shoal::ordered_map.
+// shoal/containers/ordered_map_options.hpp — the settings of shoal::ordered_map: its consistency semantics and
+// ordered_map_options (every field defaulted; validate() names the field and its accepted range, and the map's
+// constructor calls it).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <string>
+
+#include "shoal/core/error.hpp"
 
 namespace shoal {
 
@@ -45,6 +51,29 @@ struct ordered_map_options {
   std::size_t batch = 64;
   /// Seed of the tower heights (each rank adds its rank).
   std::uint64_t seed = 0x5157a11;
+
+  /// Throws shoal::usage_error naming the first field out of its range: semantics one of the three, granularity >= 2,
+  /// tower_p in (0, 1), max_height in 1..64, nodes_per_rank in 1..2^32, 1 <= window_min <= window <= window_max.
+  void validate() const {
+    auto fail = [](const char* field, const std::string& range, const std::string& got) {
+      throw usage_error(std::string("shoal::ordered_map_options::") + field + " must be " + range + " (got " + got +
+                        ")");
+    };
+    if (semantics != consistency::total_order && semantics != consistency::sequential && semantics != consistency::none)
+      fail("semantics", "total_order, sequential or none", std::to_string(static_cast<int>(semantics)));
+    if (granularity < 2) fail("granularity", "at least 2", std::to_string(granularity));
+    if (!(tower_p > 0 && tower_p < 1)) fail("tower_p", "in (0, 1)", std::to_string(tower_p));
+    if (max_height < 1 || max_height > 64) fail("max_height", "in 1..64", std::to_string(max_height));
+    if (nodes_per_rank < 1 || nodes_per_rank > std::numeric_limits<std::uint32_t>::max())
+      fail("nodes_per_rank", "in 1..4294967295", std::to_string(nodes_per_rank));
+    if (window_min < 1) fail("window_min", "at least 1", std::to_string(window_min));
+    if (window_max < window_min)
+      fail("window_max", "at least window_min = " + std::to_string(window_min), std::to_string(window_max));
+    if (window < window_min || window > window_max) {
+      fail("window", "in [window_min, window_max] = [" + std::to_string(window_min) + ", " + std::to_string(window_max) +
+                         "]", std::to_string(window));
+    }
+  }
 };
 
 }  // namespace shoal
