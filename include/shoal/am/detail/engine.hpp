@@ -13,7 +13,7 @@
 // trampoline knows how many bytes its message occupies (it decodes the arguments with shoal::byte_reader), so no
 // length is stored. Buffers travel as MPI messages with one tag on a communicator of their own; the receiver learns
 // their size with MPI_Improbe, so a message larger than a buffer is simply a buffer of its own.
-// Test-only fault mode (SHOAL_FAULTS, core/detail/faults.hpp): received buffers are held back and released in a
+// Test-only fault mode (SHOAL_FAULTS, shoal::layer::fault_scheduler): received buffers are held back and released in a
 // seeded random order across senders, in order from each sender.
 #pragma once
 
@@ -30,7 +30,6 @@
 #include <utility>
 #include <vector>
 
-#include "shoal/core/detail/faults.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/layer.hpp"
@@ -121,8 +120,8 @@ class engine {
     if (buffer_size_ < min_buffer_size) buffer_size_ = min_buffer_size;
     max_sends_ = shoal::layer::size_setting("SHOAL_AM_MAX_SENDS").value_or(default_max_sends);
     if (max_sends_ == 0) max_sends_ = 1;
-    if (const auto f = shoal::detail::env_faults()) {
-      faults_.emplace(*f, me_, size_, shoal::detail::fault_stream::am_buffers);
+    if (const auto f = shoal::layer::fault_mode()) {
+      faults_.emplace(*f, me_, size_, shoal::layer::fault_stream::am_buffers);
     }
   }
   engine(const engine&) = delete;
@@ -544,7 +543,7 @@ class engine {
   std::uint64_t loop_epoch_ = 0;
 
   // The fault mode (SHOAL_FAULTS): received buffers held back, one lane per sender.
-  std::optional<shoal::detail::fault_scheduler<rx_buffer>> faults_;
+  std::optional<shoal::layer::fault_scheduler<rx_buffer>> faults_;
 
   std::vector<std::string> errors_;
   std::vector<std::shared_ptr<void>> pending_;

@@ -2,7 +2,7 @@
 // receives is held back for a seeded random number of steps and released in a random order across senders, never
 // out of order from one sender (per-sender order is all that message passing promises, so that is all the mode
 // keeps). One mechanism, `fault_scheduler`, serves both message channels of shoal:
-//  * the active-message layer (am/detail/engine.hpp): received buffers, one lane per sender;
+//  * the active-message layer (am/detail/engine.hpp, through core/layer.hpp): received buffers, one lane per sender;
 //  * the owner-applied one-sided operations (detail/remote_ops.hpp): requests, one lane per requester, and replies,
 //    one lane per requester as well (a reply leaves the owner late, so the requester learns late of an operation that
 //    has already taken effect).
