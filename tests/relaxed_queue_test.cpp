@@ -18,8 +18,10 @@ namespace {
 int me() { return shoal::rank(); }
 int np() { return shoal::size(); }
 
-/// Every rank's values, concatenated on rank 0 (empty elsewhere).
+/// Every rank's values, concatenated on rank 0 (empty elsewhere). The barrier first: MPI_Gather makes no shoal
+/// progress, and on the message path another rank may still wait for this one to serve its last operation.
 std::vector<std::uint64_t> gather_to_root(const std::vector<std::uint64_t>& mine) {
+  shoal::barrier();
   const MPI_Comm comm = shoal::world().comm();
   int count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<std::size_t>(np())), displs(static_cast<std::size_t>(np()));

@@ -64,8 +64,10 @@ class recorder {
     return 2 * static_cast<std::uint64_t>(clock_.error_bound_ns()) + drift;
   }
 
-  /// Collective: every rank's operations, on `root` (empty elsewhere).
+  /// Collective: every rank's operations, on `root` (empty elsewhere). The barrier first: MPI_Gather makes no shoal
+  /// progress, and on the message path another rank may still wait for this one to serve its last operation.
   std::vector<operation> gather(int root = 0) const {
+    shoal::barrier();
     const MPI_Comm comm = shoal::world().comm();
     const int bytes = static_cast<int>(ops_.size() * sizeof(operation));
     std::vector<int> counts(static_cast<std::size_t>(shoal::size()));

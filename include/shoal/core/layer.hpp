@@ -25,6 +25,10 @@
 //   layer::wait(request)           waits for an MPI request the way every shoal wait does (progress, yield, sleep)
 //   layer::backoff                 that wait's back-off alone, for a loop that polls by its own means and must not
 //                                  run shoal::progress() (the active-message layer's wait for a free send slot)
+//   layer::fault_mode()            tests only: the fault mode's settings (SHOAL_FAULTS; nullopt when off), and
+//   layer::fault_scheduler<Item>   the one mechanism that delays and reorders a channel's arrivals under it (held
+//                                  per sender, released in a seeded order across senders, in order per sender),
+//                                  as the core does on its own channel (docs/testing.md, "Faults")
 //
 // Every call is local (no communication) and costs a few instructions, except wait, which waits.
 #pragma once
@@ -37,6 +41,7 @@
 #include <optional>
 #include <utility>
 
+#include "shoal/core/detail/faults.hpp"
 #include "shoal/core/detail/runtime.hpp"
 #include "shoal/core/detail/size_parse.hpp"
 #include "shoal/core/progress.hpp"
@@ -84,5 +89,14 @@ class backoff {
  private:
   detail::spin_waiter waiter_;
 };
+
+/// Tests only: the fault mode's settings from SHOAL_FAULTS (nullopt when off; a bad value is a usage_error).
+inline std::optional<detail::fault_settings> fault_mode() { return detail::env_faults(); }
+
+/// Holds what a channel received (one lane per sender) and releases it in a seeded random order across lanes, in
+/// order per lane (include/shoal/core/detail/faults.hpp); each channel of a rank uses its own fault_stream.
+template <class Item>
+using fault_scheduler = detail::fault_scheduler<Item>;
+using detail::fault_stream;
 
 }  // namespace shoal::layer

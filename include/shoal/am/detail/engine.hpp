@@ -13,8 +13,8 @@
 // trampoline knows how many bytes its message occupies (it decodes the arguments with shoal::byte_reader), so no
 // length is stored. Buffers travel as MPI messages with one tag on a communicator of their own; the receiver learns
 // their size with MPI_Improbe, so a message larger than a buffer is simply a buffer of its own.
-// Test-only fault mode (SHOAL_FAULTS, faults.hpp): received buffers are held back and released in a seeded random
-// order across senders, in order from each sender.
+// Test-only fault mode (SHOAL_FAULTS, shoal::layer::fault_scheduler): received buffers are held back and released in a
+// seeded random order across senders, in order from each sender.
 #pragma once
 
 #include <mpi.h>
@@ -26,12 +26,10 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "shoal/am/detail/faults.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/layer.hpp"
@@ -122,10 +120,8 @@ class engine {
     if (buffer_size_ < min_buffer_size) buffer_size_ = min_buffer_size;
     max_sends_ = shoal::layer::size_setting("SHOAL_AM_MAX_SENDS").value_or(default_max_sends);
     if (max_sends_ == 0) max_sends_ = 1;
-    faults_ = env_faults();
-    if (faults_) {
-      fault_rng_.seed(faults_->seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(me_));
-      held_.resize(static_cast<std::size_t>(size_));
+    if (const auto f = shoal::layer::fault_mode()) {
+      faults_.emplace(*f, me_, size_, shoal::layer::fault_stream::am_buffers);
     }
   }
   engine(const engine&) = delete;
@@ -311,7 +307,7 @@ class engine {
   std::uint64_t loop_epoch() const { return loop_epoch_; }
   std::uint64_t buffers_sent() const { return buffers_sent_; }
   /// Received buffers the fault mode held back for at least one step (0 without SHOAL_FAULTS).
-  std::uint64_t buffers_delayed() const { return buffers_delayed_; }
+  std::uint64_t buffers_delayed() const { return faults_ ? faults_->delayed() : 0; }
 
   /// Runs queued messages (also from inside a handler that waits: the handlers it lets run start in order).
   void run_queue() {
@@ -446,10 +442,15 @@ class engine {
     in_flight_.resize(w);
   }
 
+  /// Where the fault mode releases held buffers to: the receive queue.
+  auto queue() {
+    return [this](rx_buffer&& b) { rxq_.push_back(std::move(b)); };
+  }
+
   /// Receives one buffer into the queue, if one has arrived (under SHOAL_FAULTS: into the held buffers, and each
   /// call is one step of their delays; true also when a held buffer was released).
   bool receive_one() {
-    const bool released = faults_ && (++step_, release_held(false));
+    const bool released = faults_ && (faults_->step(), faults_->release(queue()));
     int flag = 0;
     MPI_Message msg;
     MPI_Status status;
@@ -468,39 +469,9 @@ class engine {
     shoal::layer::note_arrival();
     const std::byte* begin = b.data.get();
     rx_buffer got{std::move(b), begin, begin + count, status.MPI_SOURCE};
-    if (faults_) hold(std::move(got));
+    if (faults_) faults_->hold(got.source, std::move(got), queue());  // hold() takes a reference: source is read first
     else rxq_.push_back(std::move(got));
     return true;
-  }
-
-  // ---- the fault mode (SHOAL_FAULTS, faults.hpp) ---------------------------------------------------------------------
-
-  /// Holds a received buffer for 0..max_steps progress steps, behind the earlier ones of its sender.
-  void hold(rx_buffer&& b) {
-    auto& q = held_[static_cast<std::size_t>(b.source)];
-    const std::uint64_t delay = fault_rng_() % (faults_->max_steps + 1);
-    buffers_delayed_ += delay > 0 ? 1 : 0;
-    q.push_back(held_buffer{std::move(b), step_ + delay});
-    if (++held_count_ > faults_->max_held) release_held(true);
-  }
-
-  /// Moves due buffers (`one_now`: one buffer, due or not) to the receive queue, picking the sender at random each
-  /// time; only a sender's oldest held buffer may go, so per-pair order is kept. True when one was moved.
-  bool release_held(bool one_now) {
-    bool moved = false;
-    for (;;) {
-      ready_.clear();
-      for (std::size_t src = 0; src < held_.size(); ++src) {
-        if (!held_[src].empty() && (one_now || held_[src].front().due <= step_)) ready_.push_back(src);
-      }
-      if (ready_.empty()) return moved;
-      auto& q = held_[ready_[fault_rng_() % ready_.size()]];
-      rxq_.push_back(std::move(q.front().b));
-      q.pop_front();
-      --held_count_;
-      moved = true;
-      if (one_now) return moved;
-    }
   }
 
   void dispatch(rx_buffer& b) {
@@ -571,17 +542,8 @@ class engine {
   std::uint64_t buffers_sent_ = 0;
   std::uint64_t loop_epoch_ = 0;
 
-  struct held_buffer {
-    rx_buffer b;
-    std::uint64_t due;  // the progress step from which it may be released
-  };
-  std::optional<fault_settings> faults_;
-  std::mt19937_64 fault_rng_;
-  std::vector<std::deque<held_buffer>> held_;  // per sender, oldest first
-  std::vector<std::size_t> ready_;
-  std::size_t held_count_ = 0;
-  std::uint64_t step_ = 0;
-  std::uint64_t buffers_delayed_ = 0;
+  // The fault mode (SHOAL_FAULTS): received buffers held back, one lane per sender.
+  std::optional<shoal::layer::fault_scheduler<rx_buffer>> faults_;
 
   std::vector<std::string> errors_;
   std::vector<std::shared_ptr<void>> pending_;
