@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "shoal/containers/detail/linked_fifo_queue.hpp"
+#include "linked_fifo_queue.hpp"
 #include "shoal/containers/relaxed_queue.hpp"
 
 namespace {
@@ -211,7 +211,7 @@ void run_relaxed_queue(context& ctx) {
 
   ctx.progress("strict FIFO baseline");
   const outcome base = median_run(
-      reps, [&] { return std::make_unique<shoal::detail::linked_fifo_queue<std::uint64_t>>(prefill + mine); },
+      reps, [&] { return std::make_unique<shoal::bench::linked_fifo_queue<std::uint64_t>>(prefill + mine); },
       [](auto& q) { return q.try_pop_stamped(); }, is_push, prefill);
   const double base_rate = static_cast<double>(n) / base.seconds;
   ctx.report({.operation = "push/pop throughput", .variant = "linked-list FIFO", .value = base_rate / 1e3,

@@ -6,7 +6,8 @@
 // legs may be arbitrarily asymmetric. Of `rounds` rounds the one with the smallest round trip is kept. The residual
 // error bound of every rank (half its best round trip) is shared, so two stamps taken on different ranks order
 // correctly whenever they differ by more than 2 * error_bound_ns() (plus the drift since construction, a few
-// microseconds per second between nodes; none on one node, where every rank reads the same monotonic clock).
+// microseconds per second between nodes). Ranks on rank 0's host need no estimate: they read the same monotonic clock,
+// so their offset is 0 and their error none.
 #pragma once
 
 #include <mpi.h>
@@ -30,9 +31,14 @@ class synchronized_clock {
     SHOAL_MPI(MPI_Comm_dup(team.comm(), &comm));
     const int me = team.rank();
     const int np = team.size();
+    // A rank on rank 0's host reads the same monotonic clock (CLOCK_MONOTONIC is system-wide): its offset is exactly
+    // 0, and estimating it would only add the ping-pong's error (milliseconds when ranks share busy cores).
+    const shoal::team node = team.node();
+    auto on_my_host = [&](int r) { return node.from_world(team.to_world(r)) >= 0; };
     std::int64_t best_rtt = 0;
     if (me == 0) {
       for (int peer = 1; peer < np; ++peer) {
+        if (on_my_host(peer)) continue;
         for (int i = 0; i < rounds; ++i) {
           std::int64_t ping = 0;
           exchange(comm, &ping, peer, /*send_first=*/false);
@@ -40,7 +46,7 @@ class synchronized_clock {
           exchange(comm, &t0, peer, /*send_first=*/true);
         }
       }
-    } else {
+    } else if (!on_my_host(0)) {
       best_rtt = std::numeric_limits<std::int64_t>::max();
       for (int i = 0; i < rounds; ++i) {
         std::int64_t t0 = 0;
