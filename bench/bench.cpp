@@ -43,4 +43,18 @@ double median_timed(int reps, const std::function<void()>& fn) {
   return median(std::move(t));
 }
 
+std::pair<double, double> median_timed_pair(int reps, const std::function<void()>& a, const std::function<void()>& b) {
+  std::vector<double> ta, tb;
+  for (int i = 0; i < reps; ++i) {
+    if (i % 2 == 0) {
+      ta.push_back(timed(a));
+      tb.push_back(timed(b));
+    } else {
+      tb.push_back(timed(b));
+      ta.push_back(timed(a));
+    }
+  }
+  return {median(std::move(ta)), median(std::move(tb))};
+}
+
 }  // namespace shoal::bench

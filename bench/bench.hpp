@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shoal/core.hpp"
@@ -110,5 +111,10 @@ inline double timed(const std::function<void()>& fn) {
 
 /// Collective: the median over `reps` repetitions of timed(fn).
 double median_timed(int reps, const std::function<void()>& fn);
+
+/// Collective: `reps` rounds of timed(a) and timed(b), alternating which goes first (a b, b a, a b, ...), and the
+/// median of each. On a shared machine the load changes from one moment to the next: shoal's operation and its
+/// baseline measured in turns see the same load, where one after the other they would see two different moments.
+std::pair<double, double> median_timed_pair(int reps, const std::function<void()>& a, const std::function<void()>& b);
 
 }  // namespace shoal::bench

@@ -473,6 +473,9 @@ class relaxed_queue {
   // The caches hold lower bounds of the counters (guesses for the claims, bounds for the room check).
 
   bool push_lock_free(int ring, const T& value) {
+    // Stamped before the claim: between its claim and its publication a push hides the ring's later elements from
+    // pops, so that window holds only the put.
+    const item_type item{clock_.now(), value};
     const auto enqueue = enqueue_word(ring);
     std::uint64_t pos = cached(enqueue_cache_, ring);
     for (;;) {
@@ -485,8 +488,8 @@ class relaxed_queue {
       pos = seen;  // another pusher claimed `pos` (or the guess was old): try the current position
     }
     cached(enqueue_cache_, ring) = pos + 1;
-    put(item_at(ring, pos), item_type{clock_.now(), value});  // stamped once its position is claimed
-    atomic_store(sequence_word(ring, pos), pos + 1);            // publish
+    put(item_at(ring, pos), item);
+    atomic_store(sequence_word(ring, pos), pos + 1);  // publish
     return true;
   }
 
