@@ -7,17 +7,17 @@
 // so there is no ABA, and a node read after its publication never changes); the head and tail words live on the host
 // rank, each on a cache line of its own, and hold global_ptr::raw() values (8 bytes, swapped by compare_exchange).
 // The list starts with a dummy node.
-//   push: take the next node of the own pool and put (stamp, value) into it; read tail and link the node with
+//   try_push: take the next node of the own pool and put (stamp, value) into it; read tail and link the node with
 //         compare_exchange(tail.next, null -> node) (a non-null next means the tail lags: help swing it, retry from
 //         there); then swing tail to the node.
-//   pop:  read head and head.next; empty when head.next is null; otherwise read next's item and
+//   try_pop:  read head and head.next; empty when head.next is null; otherwise read next's item and
 //         compare_exchange(head, head -> next).
 // Since nodes are never freed, a pop does not wait for a lagging tail (Michael and Scott swing it first only so that
 // a dequeued node can be freed): head may pass tail, and pushers walk the tail forward. Linearizable FIFO (checked:
 // history_queues.*). Every push and pop goes through the host's two words: the hot spot relaxed_queue removes.
 //
-// Cost (uncontended): push W + 3A; try_pop 3A + R (2A when empty). Failed compare_exchanges retry.
-// Collective: construction and destruction. A rank that used up its pool gets push_result::full.
+// Cost (uncontended): try_push W + 3A; try_pop 3A + R (2A when empty). Failed compare_exchanges retry.
+// Collective: construction and destruction. A rank that used up its pool gets false from try_push.
 #pragma once
 
 #include <cstddef>
@@ -25,8 +25,8 @@
 #include <optional>
 #include <vector>
 
-#include "shoal/containers/detail/synchronized_clock.hpp"
 #include "shoal/containers/relaxed_queue.hpp"
+#include "shoal/core/clock.hpp"
 #include "shoal/core/detail/registry.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/heap.hpp"
@@ -65,8 +65,9 @@ class linked_fifo_queue {
   linked_fifo_queue(const linked_fifo_queue&) = delete;
   linked_fifo_queue& operator=(const linked_fifo_queue&) = delete;
 
-  [[nodiscard]] relaxed::push_result push(const T& value) {
-    if (used_ == pool_size_) return relaxed::push_result::full;
+  /// False when this rank's pool of nodes is used up.
+  [[nodiscard]] bool try_push(const T& value) {
+    if (used_ == pool_size_) return false;
     const auto fresh = pools_[static_cast<std::size_t>(me_)] + static_cast<std::ptrdiff_t>(used_++);
     put(item_of(fresh.raw()), item_type{clock_.now(), value});
     std::uint64_t last = atomic_load(tail_word());
@@ -77,7 +78,7 @@ class linked_fifo_queue {
       last = next;
     }
     compare_exchange(tail_word(), last, fresh.raw());  // fails only when a helper already swung it
-    return relaxed::push_result::pushed;
+    return true;
   }
 
   std::optional<T> try_pop() {
@@ -125,7 +126,7 @@ class linked_fifo_queue {
   int host_;
   std::size_t pool_size_;
   std::size_t used_ = 0;
-  detail::synchronized_clock clock_;
+  synchronized_clock clock_;
   std::vector<global_ptr<std::uint64_t>> ends_;
   std::vector<global_ptr<node>> pools_;
 };

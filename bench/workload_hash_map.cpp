@@ -164,7 +164,7 @@ void run_hash_map(context& ctx) {
     opts.mailbox_messages = (n * 24 * static_cast<std::size_t>(np)) / opts.message_bytes + 8;
     shoal::hash_map_buffer buffer(map, opts);
     t_buffered = shoal::bench::timed([&] {
-      for (auto k : keys) buffer.insert(k, k);
+      for (auto k : keys) buffer.post_insert(k, k);
       buffer.flush();
     });
     shoal::barrier();

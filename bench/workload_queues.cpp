@@ -234,10 +234,10 @@ void run_queues(context& ctx) {
       const auto [s, m] = measure(
           n, 1,
           {[&](std::size_t i) {
-             if (!queues[static_cast<std::size_t>(target(i))].push(value, v.push_promise)) lost("push failed");
+             if (!queues[static_cast<std::size_t>(target(i))].try_push(value, v.push_promise)) lost("push failed");
            },
            [&](std::size_t i) {
-             if (!queues[static_cast<std::size_t>(target(i))].pop(v.pop_promise)) lost("pop found nothing");
+             if (!queues[static_cast<std::size_t>(target(i))].try_pop(v.pop_promise)) lost("pop found nothing");
            },
            fresh(queues)},
           {[&](std::size_t i) {
@@ -265,11 +265,13 @@ void run_queues(context& ctx) {
       const auto [s, m] = measure(
           n, len,
           {[&](std::size_t i) {
-             if (!queues[static_cast<std::size_t>(target(i))].push(std::span<const word>(values))) lost("push failed");
+             auto& q = queues[static_cast<std::size_t>(target(i))];
+             if (!q.try_push(std::span<const word>(values))) lost("push failed");
            },
            [&](std::size_t i) {
              popped.clear();
-             if (queues[static_cast<std::size_t>(target(i))].pop(popped, len) != len) lost("pop found too little");
+             auto& q = queues[static_cast<std::size_t>(target(i))];
+             if (q.try_pop(popped, len) != len) lost("pop found too little");
            },
            fresh(queues)},
           {[&](std::size_t i) {

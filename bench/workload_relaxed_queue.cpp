@@ -154,7 +154,7 @@ outcome run_setting(Queue& queue, Pop pop, const std::vector<char>& is_push, std
   std::uint64_t next = 0;
   auto push_one = [&] {
     const std::uint64_t id = me << 40 | next++;
-    if (queue.push(id) == shoal::relaxed::push_result::pushed) pushes.push_back({id, queue.now()});
+    if (queue.try_push(id)) pushes.push_back({id, queue.now()});
   };
   for (std::size_t i = 0; i < prefill; ++i) push_one();
   outcome out;
@@ -233,7 +233,7 @@ void run_relaxed_queue(context& ctx) {
   for (const auto& s : settings) {
     const std::string variant = s.label + " ncand=" + std::to_string(s.ncand);
     ctx.progress(variant);
-    shoal::relaxed::options o;
+    shoal::relaxed_queue_options o;
     o.ncand = s.ncand;
     o.algorithm = s.algorithm;
     o.mode = s.mode;

@@ -30,7 +30,7 @@ enum class first_phase { pushes_and_pops, pushes_only };
 int ops_per_round(first_phase phase) { return (phase == first_phase::pushes_only ? 16 : 60) / shoal::size(); }
 int rounds(first_phase phase) { return std::max(2, shoal::testing::scaled(2000) / ops_per_round(phase)); }
 
-// Runs the rounds: `push(v)` -> bool (pushed), `pop()` -> std::optional<std::int64_t>.
+// Runs the rounds: `push(v)` -> bool (a try_push), `pop()` -> std::optional<std::int64_t> (a try_pop).
 template <class Push, class Pop>
 void run_rounds(recorder& rec, first_phase phase, Push push, Pop pop) {
   std::mt19937_64 rng(0x9e0 + static_cast<unsigned>(shoal::rank()));
@@ -66,8 +66,8 @@ TEST(History, CircularQueueIsALinearizableFifo) {
   recorder rec;
   shoal::barrier();
   run_rounds(
-      rec, first_phase::pushes_and_pops, [&](std::int64_t v) { return q.push(v); },
-      [&]() -> std::optional<std::int64_t> { return q.pop(); });
+      rec, first_phase::pushes_and_pops, [&](std::int64_t v) { return q.try_push(v); },
+      [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
   expect_history(rec, fifo_model{}, "circular_queue (promise::any), " + ranks());
   shoal::barrier();
 }
@@ -77,8 +77,8 @@ TEST(History, FastQueueIsALinearizableFifoUnderItsPhaseContract) {
   recorder rec;
   shoal::barrier();
   run_rounds(
-      rec, first_phase::pushes_only, [&](std::int64_t v) { return q.push(v); },
-      [&]() -> std::optional<std::int64_t> { return q.pop(); });
+      rec, first_phase::pushes_only, [&](std::int64_t v) { return q.try_push(v); },
+      [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
   expect_history(rec, fifo_model{}, "fast_queue (push phase, pop phase), " + ranks());
   shoal::barrier();
 }
@@ -89,7 +89,7 @@ TEST(History, StrictLinkedQueueIsALinearizableFifo) {
   shoal::barrier();
   run_rounds(
       rec, first_phase::pushes_and_pops,
-      [&](std::int64_t v) { return q.push(v) == shoal::relaxed::push_result::pushed; },
+      [&](std::int64_t v) { return q.try_push(v); },
       [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
   expect_history(rec, fifo_model{}, "linked_fifo_queue, " + ranks());
   shoal::barrier();

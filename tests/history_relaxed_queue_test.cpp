@@ -22,7 +22,6 @@
 namespace {
 
 using namespace shoal::testing::history;
-using shoal::relaxed::push_result;
 
 struct setting {
   shoal::relaxed::algorithm algorithm;
@@ -35,8 +34,8 @@ class RelaxedQueueHistory : public ::testing::TestWithParam<setting> {};
 TEST_P(RelaxedQueueHistory, RankErrorWithinItsDocumentedBound) {
   const int p = shoal::size();
   const int ncand = GetParam().ncand == 0 ? p : GetParam().ncand;
-  shoal::relaxed::options o;
-  o.capacity = 4096;
+  shoal::relaxed_queue_options o;
+  o.capacity_per_rank = 4096;
   o.ncand = ncand;
   o.algorithm = GetParam().algorithm;
   o.seed = 7;
@@ -48,7 +47,7 @@ TEST_P(RelaxedQueueHistory, RankErrorWithinItsDocumentedBound) {
   std::int64_t next = static_cast<std::int64_t>(shoal::rank()) << 32;
   auto push = [&] {
     const auto h = rec.invoke(op_kind::push, 0, next);
-    const bool pushed = q.push(next++) == push_result::pushed;
+    const bool pushed = q.try_push(next++);
     rec.respond(h, pushed);
     ASSERT_TRUE(pushed) << "the rings are large enough for the whole test";
   };

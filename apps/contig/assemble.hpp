@@ -34,7 +34,7 @@ inline assembly assemble(const std::vector<ufx_record>& mine, shoal::hash_map_bu
   auto t0 = std::chrono::steady_clock::now();
   {
     shoal::hash_map_buffer buffer(table, buffer_opts);
-    for (const auto& r : mine) buffer.insert(pack(r.kmer), r.ext);
+    for (const auto& r : mine) buffer.post_insert(pack(r.kmer), r.ext);
     out.total_kmers = buffer.flush();
   }
   out.insert_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});

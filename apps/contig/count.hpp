@@ -2,7 +2,7 @@
 // messages, and the extensions of the solid k-mers.
 //
 // Every canonical k-mer has one owner: the rank that holds its block of the shoal::bloom_filter
-// (bloom_filter::owner). Ranks send the k-mer occurrences of their reads to their owners with shoal::async, in
+// (bloom_filter::owner). Ranks send the k-mer occurrences of their reads to their owners with shoal::post, in
 // batches of up to `batch_size` per owner (one message each; the AM layer packs the messages to one destination
 // into one MPI send); the owner applies a batch to its own Bloom blocks (bloom_filter::local_insert: a load and a
 // store, no remote atomic and no MPI call on either RMA path) and its local count table (shoal::local::flat_table),
@@ -136,7 +136,7 @@ class kmer_counter {
     send_all<kmer_code>(
         reads, [](const kmer_sighting& s) { return s.kmer; },
         [](int owner, const std::vector<kmer_code>& batch) {
-          shoal::async(owner, [](std::vector<kmer_code> b) { active_->apply(b, &kmer_counter::on_sighting); }, batch);
+          shoal::post(owner, [](std::vector<kmer_code> b) { active_->apply(b, &kmer_counter::on_sighting); }, batch);
         });
   }
 
@@ -145,7 +145,7 @@ class kmer_counter {
     send_all<kmer_sighting>(
         reads, [](const kmer_sighting& s) { return s; },
         [](int owner, const std::vector<kmer_sighting>& batch) {
-          shoal::async(owner, [](std::vector<kmer_sighting> b) { active_->apply(b, &kmer_counter::on_tally); }, batch);
+          shoal::post(owner, [](std::vector<kmer_sighting> b) { active_->apply(b, &kmer_counter::on_tally); }, batch);
         });
   }
 
@@ -215,7 +215,7 @@ class kmer_counter {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (i + prefetch_ahead < batch.size()) {
         const kmer_code& later = code_of(batch[i + prefetch_ahead]);
-        if constexpr (std::is_same_v<Item, kmer_code>) bloom_.prefetch_local(later);  // pass 1 only
+        if constexpr (std::is_same_v<Item, kmer_code>) bloom_.local_prefetch(later);  // pass 1 only
         table_.prefetch(later);
       }
       (this->*on)(batch[i]);

@@ -1,26 +1,29 @@
 // shoal/containers/relaxed_queue.hpp — a distributed queue with relaxed FIFO order (Paznikov 2020).
 //
-// Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity` slots in the symmetric heap,
-// with its state words and a lock word. Every element carries the time of its insertion from a clock synchronised
+// Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity_per_rank` slots in the symmetric
+// heap, with its state words and a lock word. Every element carries the time of its insertion from a clock synchronised
 // across the team when the queue is built. push puts the element into one ring (a random one, or the caller's own
-// first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of them. There is no
-// global head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than
-// the oldest one (docs/containers/relaxed_queue.md measures how near).
+// first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of them. There is no global
+// head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than the oldest
+// one (docs/containers/relaxed_queue.md measures how near).
 //
-// Operations (none is collective except construction, destruction and size()):
+// Operations (who: collective = every rank of the queue's team, in the same order; any rank = one rank's call):
 //   relaxed_queue<T> q(opts = {}, team = world())
-//                                collective; allocates one ring per team rank, synchronises the clocks
-//   ~relaxed_queue               collective: B, then each rank frees its ring (no-op after finalize)
-//   q.push(v)                    -> relaxed::push_result::pushed, or ::full when every ring was full
-//   q.try_pop() / try_pop(ncand) -> std::optional<T>; std::nullopt when every ring was seen empty
-//   q.try_pop_stamped(ncand)     -> also the element's insertion stamp, the pop's stamp and its ring
-//   q.size()                     collective; the number of elements after every earlier operation completed
-//   q.now()                      the synchronised clock (ns) that stamps elements
+//                                collective  allocates one ring of opts.capacity_per_rank slots per team rank,
+//                                            synchronises the clocks (shoal::synchronized_clock, core/clock.hpp)
+//   ~relaxed_queue               collective  B, then each rank frees its ring (no-op after finalize)
+//   q.try_push(v)                any rank    -> bool: true when stored, false when every ring was full
+//   q.push(v)                    any rank    as try_push; container_full when every ring was full
+//   q.try_pop() / try_pop(ncand) any rank    -> std::optional<T>; std::nullopt when every ring was seen empty
+//   q.try_pop_stamped(ncand)     any rank    -> also the element's insertion stamp, the pop's stamp and its ring
+//   q.size()                     collective  the number of elements after every earlier operation completed
+//   q.now(), clock_error_bound_ns()
+//                                any rank    the synchronised clock (ns) that stamps elements, and its error bound
 //
-// Algorithms (options::algorithm):
+// Algorithms (relaxed_queue_options::algorithm):
 //   lock_based (the paper)  a ring is locked by a remote test-and-set on its lock word. push locks a ring (spinning),
 //     reads its state word (head index << 32 | count), puts the element and stores the new state, unlocks; a full
-//     ring is skipped, and `full` is returned once every ring was full. try_pop try-locks random rings until ncand
+//     ring is skipped, and try_push returns false once every ring was full. try_pop try-locks random rings until ncand
 //     non-empty ones are held (an empty one is released and shrinks the set of rings left to try; a busy one counts
 //     an attempt once at least one ring is held, and after max_nattempts all held rings are released and the search
 //     starts over after a random back-off, so two poppers never deadlock), takes the element with the smallest
@@ -35,9 +38,10 @@
 //     wins each position). A pusher stalled between its claim and its publication hides that ring's later elements
 //     until it publishes, as in Vyukov's queue.
 //
-// Lock modes (options::mode, lock_based only). The paper brackets every ring access by MPI_Win_lock on the ring's
-// rank, EXCLUSIVE or SHARED, around the test-and-set lock. shoal keeps one MPI_Win_lock_all epoch open for the whole
-// run, so the two modes are emulated on the ring's lock word, which stands for both locks (one ring per rank):
+// Lock modes (relaxed_queue_options::mode, lock_based only). The paper brackets every ring access by MPI_Win_lock on
+// the ring's rank, EXCLUSIVE or SHARED, around the test-and-set lock. shoal keeps one MPI_Win_lock_all epoch open for
+// the whole run, so the two modes are emulated on the ring's lock word, which stands for both locks (one ring per
+// rank):
 //   exclusive  the whole word is taken by compare_exchange(0 -> locked): one atomic to lock, one to unlock.
 //   shared     the caller first registers as a shared holder (fetch_add 1 on the word's low bits: MPI_LOCK_SHARED),
 //              then takes the test-and-set bit inside it (fetch_or); one fetch_add releases both. Two more atomics
@@ -53,15 +57,17 @@
 //
 // Concurrency promises: every operation may run concurrently with every other (fully atomic). Ordering: a pop
 // returns the oldest of the k heads it examined; the rank error (older elements still queued) is measured in
-// docs/containers/relaxed_queue.md. `full` and an empty pop are observations of each ring at the time it was
+// docs/containers/relaxed_queue.md. A full push and an empty pop are observations of each ring at the time it was
 // examined, not of the whole queue at one instant.
 //
-// Errors: shoal::usage_error for bad options (capacity 0 or >= 2^31, ncand or max_nattempts < 1, options that
-// differ between ranks); shoal::heap_exhausted when the rings do not fit (raise SHOAL_HEAP_SIZE).
+// Errors: shoal::usage_error for bad options, naming the field (capacity_per_rank 0 or >= 2^31, ncand,
+// max_nattempts or clock_sync_rounds < 1, capacity_per_rank / algorithm / mode that differ between ranks);
+// shoal::heap_exhausted when the rings do not fit (raise SHOAL_HEAP_SIZE); shoal::container_full from push (not
+// try_push) when every ring was full (the message names the capacity per rank).
 //
 // Example:
-//   shoal::relaxed_queue<std::uint64_t> q({.capacity = 1000, .ncand = 2});
-//   if (q.push(shoal::rank()) == shoal::relaxed::push_result::full) { /* every ring is full */ }
+//   shoal::relaxed_queue<std::uint64_t> q({.capacity_per_rank = 1000, .ncand = 2});
+//   if (!q.try_push(shoal::rank())) { /* every ring is full */ }
 //   shoal::barrier();
 //   while (auto v = q.try_pop()) consume(*v);
 #pragma once
@@ -74,7 +80,8 @@
 #include <string>
 #include <vector>
 
-#include "shoal/containers/detail/synchronized_clock.hpp"
+#include "shoal/containers/detail/option_check.hpp"
+#include "shoal/core/clock.hpp"
 #include "shoal/core/detail/registry.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/error.hpp"
@@ -92,9 +99,6 @@ enum class algorithm { lock_based, lock_free };
 enum class lock_mode { exclusive, shared };
 enum class insertion { random, local_first };
 
-/// The outcome of a push: stored, or every ring was full when examined.
-enum class push_result { pushed, full };
-
 /// A popped element with its insertion stamp and the stamp of the pop (ns on the synchronised clock).
 template <class T>
 struct stamped {
@@ -104,23 +108,28 @@ struct stamped {
   int ring = -1;
 };
 
-struct options {
-  /// Slots of the ring on each rank (the paper: 100,000).
-  std::size_t capacity = 100'000;
-  /// Candidate rings a pop examines (the paper recommends 2; more gives an order closer to FIFO, and costs more).
+}  // namespace relaxed
+
+/// Options of a relaxed_queue (every field defaulted; checked at construction, see the header comment).
+struct relaxed_queue_options {
+  /// Slots of the ring on each rank, in [1, 2^31) (the paper: 100,000); the same on every rank.
+  std::size_t capacity_per_rank = 100'000;
+  /// Candidate rings a pop examines, >= 1 (the paper's ncand; it recommends 2: more gives an order closer to FIFO,
+  /// and costs more).
   int ncand = 2;
-  /// Busy locks a lock_based pop tolerates while it holds candidates before it releases them all and starts over.
+  /// Busy locks a lock_based pop tolerates while it holds candidates before it releases them all and starts over,
+  /// >= 1 (the paper's max_nattempts).
   int max_nattempts = 8;
-  lock_mode mode = lock_mode::exclusive;
+  /// lock_based only; the same on every rank.
+  relaxed::lock_mode mode = relaxed::lock_mode::exclusive;
+  /// The same on every rank.
   relaxed::algorithm algorithm = relaxed::algorithm::lock_based;
   relaxed::insertion insertion = relaxed::insertion::random;
-  /// Seed of the random ring choices (mixed with the rank).
+  /// Seed of the random ring choices (mixed with the rank); any value.
   std::uint64_t seed = 0x5eed;
-  /// Ping-pong rounds per rank when the clocks are synchronised.
-  int clock_sync_rounds = 16;
+  /// Ping-pong rounds per rank when the clocks are synchronised, >= 1 (synchronized_clock's rounds).
+  int clock_sync_rounds = synchronized_clock::default_rounds;
 };
-
-}  // namespace relaxed
 
 namespace detail {
 
@@ -208,18 +217,18 @@ class relaxed_queue {
   using item_type = detail::relaxed_item<T>;
   using slot_type = detail::relaxed_slot<T>;
 
-  /// Collective over `team`: allocates one ring of opts.capacity slots on every rank of the team (ring r on team
-  /// rank r) and synchronises the clocks.
-  explicit relaxed_queue(const relaxed::options& opts = {}, const shoal::team& team = shoal::world())
+  /// Collective over `team`: allocates one ring of opts.capacity_per_rank slots on every rank of the team (ring r on
+  /// team rank r) and synchronises the clocks.
+  explicit relaxed_queue(const relaxed_queue_options& opts = {}, const shoal::team& team = shoal::world())
       : reg_(team, "shoal::relaxed_queue"), opts_(validated(opts, team)), me_(team.rank()), rings_(team.size()),
         pop_order_(rings_), push_order_(rings_), rng_(seeded(opts.seed)), clock_(opts.clock_sync_rounds, team),
         state_cache_(static_cast<std::size_t>(rings_), 0), enqueue_cache_(static_cast<std::size_t>(rings_), 0),
         dequeue_cache_(static_cast<std::size_t>(rings_), 0) {
     headers_ = reg_.allocate_collective<detail::relaxed_ring_header>(1);
-    slots_ = reg_.allocate_collective<slot_type>(opts_.capacity);  // on failure reg_ frees the headers
+    slots_ = reg_.allocate_collective<slot_type>(opts_.capacity_per_rank);  // on failure reg_ frees the headers
     *headers_[static_cast<std::size_t>(me_)].local() = detail::relaxed_ring_header{};
     slot_type* mine = slots_[static_cast<std::size_t>(me_)].local();
-    for (std::size_t i = 0; i < opts_.capacity; ++i) mine[i].sequence = 0;  // lock_free: nothing published yet
+    for (std::size_t i = 0; i < opts_.capacity_per_rank; ++i) mine[i].sequence = 0;  // lock_free: nothing published yet
     team.barrier();
   }
 
@@ -228,17 +237,27 @@ class relaxed_queue {
   relaxed_queue(const relaxed_queue&) = delete;
   relaxed_queue& operator=(const relaxed_queue&) = delete;
 
-  /// Stores `value` in one ring (random, or this rank's first with insertion::local_first); `full` when every ring
+  /// Stores `value` in one ring (random, or this rank's first with insertion::local_first); false when every ring
   /// was full when examined.
-  [[nodiscard]] relaxed::push_result push(const T& value) {
+  [[nodiscard]] bool try_push(const T& value) {
     reg_.check();
-    if (opts_.insertion == relaxed::insertion::local_first && store(me_, value)) return relaxed::push_result::pushed;
+    if (opts_.insertion == relaxed::insertion::local_first && store(me_, value)) return true;
     push_order_.restart();
     while (push_order_.remaining() > 0) {
       push_order_.take(push_order_.pick(rng_));
-      if (store(push_order_.last_taken(), value)) return relaxed::push_result::pushed;
+      if (store(push_order_.last_taken(), value)) return true;
     }
-    return relaxed::push_result::full;
+    return false;
+  }
+
+  /// As try_push, but throws container_full when every ring was full.
+  void push(const T& value) {
+    if (try_push(value)) return;
+    throw container_full("shoal::relaxed_queue::push: every ring was full (" +
+                         std::to_string(opts_.capacity_per_rank) + " slots on each of " + std::to_string(rings_) +
+                         " ranks); pop elements first, construct the queue with a larger "
+                         "relaxed_queue_options::capacity_per_rank, or call "
+                         "try_push, which returns false instead of throwing");
   }
 
   /// Pops the oldest head among options().ncand random non-empty rings; std::nullopt when every ring was empty.
@@ -275,9 +294,9 @@ class relaxed_queue {
     return static_cast<std::size_t>(total);
   }
 
-  const relaxed::options& options() const { return opts_; }
+  const relaxed_queue_options& options() const { return opts_; }
   /// Slots in all rings together.
-  std::size_t capacity() const { return opts_.capacity * static_cast<std::size_t>(rings_); }
+  std::size_t capacity() const { return opts_.capacity_per_rank * static_cast<std::size_t>(rings_); }
   /// The synchronised clock (ns) that stamps elements; see clock_error_bound_ns for its accuracy.
   std::uint64_t now() const { return clock_.now(); }
   /// The largest residual error of any rank's clock offset (half the best ping-pong round trip).
@@ -293,19 +312,19 @@ class relaxed_queue {
     item_type item;
   };
 
-  static relaxed::options validated(const relaxed::options& o, const shoal::team& team) {
-    if (o.capacity == 0 || o.capacity >= (std::size_t{1} << 31)) {
-      throw usage_error("shoal::relaxed_queue: options::capacity must be in [1, 2^31) slots per ring (got " +
-                        std::to_string(o.capacity) + ")");
-    }
-    if (o.ncand < 1) throw usage_error("shoal::relaxed_queue: options::ncand must be at least 1");
-    if (o.max_nattempts < 1) throw usage_error("shoal::relaxed_queue: options::max_nattempts must be at least 1");
-    if (o.clock_sync_rounds < 1) throw usage_error("shoal::relaxed_queue: options::clock_sync_rounds must be >= 1");
+  static relaxed_queue_options validated(const relaxed_queue_options& o, const shoal::team& team) {
+    detail::check_option(o.capacity_per_rank >= 1 && o.capacity_per_rank < (std::size_t{1} << 31),
+                         "relaxed_queue_options::capacity_per_rank", "in [1, 2^31) slots", o.capacity_per_rank);
+    detail::check_option(o.ncand >= 1, "relaxed_queue_options::ncand", "at least 1", o.ncand);
+    detail::check_option(o.max_nattempts >= 1, "relaxed_queue_options::max_nattempts", "at least 1", o.max_nattempts);
+    detail::check_option(o.clock_sync_rounds >= 1, "relaxed_queue_options::clock_sync_rounds", "at least 1",
+                         o.clock_sync_rounds);
     // The layout and the protocol must be the same everywhere.
-    const std::uint64_t shape = o.capacity << 8 | static_cast<std::uint64_t>(o.algorithm) << 4 |
+    const std::uint64_t shape = o.capacity_per_rank << 8 | static_cast<std::uint64_t>(o.algorithm) << 4 |
                                 static_cast<std::uint64_t>(o.mode);
     if (team.allreduce(shape, op::min{}) != team.allreduce(shape, op::max{})) {
-      throw usage_error("shoal::relaxed_queue: options::capacity, ::algorithm and ::mode must be equal on every rank");
+      throw usage_error("shoal::relaxed_queue_options::capacity_per_rank, ::algorithm and ::mode must be equal on "
+                        "every rank");
     }
     return o;
   }
@@ -331,11 +350,12 @@ class relaxed_queue {
     return header_word(ring, offsetof(detail::relaxed_ring_header, dequeue_pos));
   }
   global_ptr<std::uint64_t> sequence_word(int ring, std::uint64_t position) const {
-    return (slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity))
+    return (slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity_per_rank))
         .template reinterpret<std::uint64_t>();
   }
   global_ptr<item_type> item_at(int ring, std::uint64_t position) const {
-    const auto slot = slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity);
+    const auto slot =
+        slots_[static_cast<std::size_t>(ring)] + static_cast<std::ptrdiff_t>(position % opts_.capacity_per_rank);
     return global_ptr<item_type>(slot.rank(), slot.offset() + detail::relaxed_item_offset<T>);
   }
   std::uint64_t& cached(std::vector<std::uint64_t>& cache, int ring) { return cache[static_cast<std::size_t>(ring)]; }
@@ -400,7 +420,7 @@ class relaxed_queue {
   }
 
   bool push_locked(int ring, const T& value) {
-    const std::uint64_t capacity = opts_.capacity;
+    const std::uint64_t capacity = opts_.capacity_per_rank;
     std::uint64_t state = 0;
     if (acquire(ring, true, [capacity](std::uint64_t s) { return count_of(s) < capacity; }, state) != grab::held) {
       return false;  // full
@@ -462,7 +482,7 @@ class relaxed_queue {
     const std::uint64_t head = head_of(best.position), count = count_of(best.position);
     relaxed::stamped<T> out{best.item.value, best.item.stamp, clock_.now(), best.ring};
     for (const auto& c : held_) {
-      release(c.ring, c.ring == best.ring ? pack((head + 1) % opts_.capacity, count - 1) : c.position);
+      release(c.ring, c.ring == best.ring ? pack((head + 1) % opts_.capacity_per_rank, count - 1) : c.position);
     }
     return out;
   }
@@ -479,9 +499,9 @@ class relaxed_queue {
     const auto enqueue = enqueue_word(ring);
     std::uint64_t pos = cached(enqueue_cache_, ring);
     for (;;) {
-      if (pos >= cached(dequeue_cache_, ring) + opts_.capacity) {  // may be full: read the pops' counter
+      if (pos >= cached(dequeue_cache_, ring) + opts_.capacity_per_rank) {  // may be full: read the pops' counter
         cached(dequeue_cache_, ring) = std::max(cached(dequeue_cache_, ring), atomic_load(dequeue_word(ring)));
-        if (pos >= cached(dequeue_cache_, ring) + opts_.capacity) return false;
+        if (pos >= cached(dequeue_cache_, ring) + opts_.capacity_per_rank) return false;
       }
       const std::uint64_t seen = compare_exchange(enqueue, pos, pos + 1);
       if (seen == pos) break;
@@ -545,13 +565,13 @@ class relaxed_queue {
   }
 
   detail::registration reg_;  // the team; frees the rings collectively (docs/design.md, "Lifetime")
-  relaxed::options opts_;
+  relaxed_queue_options opts_;
   int me_;
   int rings_;
   detail::ring_order pop_order_;
   detail::ring_order push_order_;
   detail::ring_rng rng_;
-  detail::synchronized_clock clock_;
+  synchronized_clock clock_;
   std::vector<std::uint64_t> state_cache_;    // lock_based: each ring's state as last seen here (a guess)
   std::vector<std::uint64_t> enqueue_cache_;  // lock_free: lower bounds of each ring's counters
   std::vector<std::uint64_t> dequeue_cache_;
