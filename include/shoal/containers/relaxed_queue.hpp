@@ -1,11 +1,11 @@
 // shoal/containers/relaxed_queue.hpp — a distributed queue with relaxed FIFO order (Paznikov 2020).
 //
 // Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity_per_rank` slots in the symmetric
-// heap, with its state words and a lock word. Every element carries the time of its insertion from a clock synchronised
-// across the team when the queue is built. push puts the element into one ring (a random one, or the caller's own
-// first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of them. There is no global
-// head or tail, hence no hot spot; the price is that a pop may return an element near the head rather than the oldest
-// one (docs/containers/relaxed_queue.md measures how near).
+// heap, with its state words (each on a cache line of its own). Every element carries the time of its insertion from
+// a clock synchronised across the team when the queue is built. push puts the element into one ring (a random one,
+// or the caller's own first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of
+// them. There is no global head or tail, hence no hot spot; the price is that a pop may return an element near the
+// head rather than the oldest one (docs/containers/relaxed_queue.md measures how near).
 //
 // Operations (who: collective = every rank of the queue's team, in the same order; any rank = one rank's call):
 //   relaxed_queue<T> q(opts = {}, team = world())
@@ -21,39 +21,49 @@
 //                                any rank    the synchronised clock (ns) that stamps elements, and its error bound
 //
 // Algorithms (relaxed_queue_options::algorithm):
-//   lock_based (the paper)  a ring is locked by a remote test-and-set on its lock word. push locks a ring (spinning),
-//     reads its state word (head index << 32 | count), puts the element and stores the new state, unlocks; a full
-//     ring is skipped, and try_push returns false once every ring was full. try_pop try-locks random rings until ncand
-//     non-empty ones are held (an empty one is released and shrinks the set of rings left to try; a busy one counts
-//     an attempt once at least one ring is held, and after max_nattempts all held rings are released and the search
-//     starts over after a random back-off, so two poppers never deadlock), takes the element with the smallest
-//     stamp and unlocks every held ring.
-//   lock_free (beyond the paper)  no lock words: each ring is a bounded MPMC queue after Vyukov, done with remote
-//     atomics. Every slot has a sequence word; push claims position `pos` of a ring by compare_exchange on the
-//     ring's enqueue counter once the slot's sequence says it is free, puts the element and publishes it by storing
-//     sequence = pos + 1; try_pop reads the dequeue counter and the head slot's sequence of ncand random rings,
-//     reads the ready heads, and claims the oldest by compare_exchange on that ring's dequeue counter (a failed
-//     claim starts the pop over), then frees the slot for the next lap (sequence = pos + capacity). A slot is never
-//     read half-written (its sequence is published after the put) and never popped twice (one compare_exchange
-//     wins each position). A pusher stalled between its claim and its publication hides that ring's later elements
-//     until it publishes, as in Vyukov's queue.
+//   lock_based (the paper)  a ring is locked by a remote test-and-set: the lock is bit 63 of the ring's state word
+//     (head index << 32 | count), so one compare_exchange from the state last seen here takes the lock and reads the
+//     state at once (a wrong guess costs one more: the failed exchange returns the current state), and the store of
+//     the new state releases it. push locks a ring (waiting by reads while another holds it), puts the element,
+//     stores the new state; a ring that an unlocked observation shows full is passed over without locking, and
+//     try_push returns false once every ring was full. try_pop locks non-empty rings until ncand are held (a ring seen
+//     empty is passed over and shrinks the set of rings left to try, the paper's navail) and takes the element with
+//     the smallest stamp. With ncand below the number of rings it try-locks random rings: a busy one counts an
+//     attempt once at least one ring is held, and after max_nattempts all held rings are released and the search
+//     starts over after a random back-off. With every ring a candidate it locks them in ring order, waiting for each:
+//     a waiting popper only waits for a ring above every ring it holds and the others never wait while holding one,
+//     so no pop deadlocks and none has to start over.
+//   lock_free (beyond the paper)  no locks: each ring is a bounded MPMC queue after Vyukov, done with remote atomics.
+//     Positions only grow (slot = position % capacity_per_rank). push stamps the element, claims position `pos` by
+//     compare_exchange on the ring's enqueue counter from the position last seen here (room: pos < dequeue counter +
+//     capacity_per_rank, checked against the dequeue counter last seen here and read again only when that says
+//     full), puts the element and publishes it by storing the slot's sequence word = pos + 1. try_pop reads the
+//     dequeue counter and the head slot's sequence of ncand random rings, reads the heads whose sequence says
+//     published, and claims the oldest by compare_exchange on that ring's dequeue counter (a failed claim starts the
+//     pop over). A popper reads a head before claiming it, so once the dequeue counter has passed a position its slot
+//     may be written again: a pop still reading it fails its claim. A slot is never popped twice (one
+//     compare_exchange wins each position) and never read half-written (its sequence is published after the put). A
+//     pusher stalled between its claim and its publication hides that ring's later elements until it publishes, as
+//     in Vyukov's queue; the stamp is taken before the claim so that the window holds only the put.
 //
 // Lock modes (relaxed_queue_options::mode, lock_based only). The paper brackets every ring access by MPI_Win_lock on
 // the ring's rank, EXCLUSIVE or SHARED, around the test-and-set lock. shoal keeps one MPI_Win_lock_all epoch open for
-// the whole run, so the two modes are emulated on the ring's lock word, which stands for both locks (one ring per
-// rank):
-//   exclusive  the whole word is taken by compare_exchange(0 -> locked): one atomic to lock, one to unlock.
-//   shared     the caller first registers as a shared holder (fetch_add 1 on the word's low bits: MPI_LOCK_SHARED),
-//              then takes the test-and-set bit inside it (fetch_or); one fetch_add releases both. Two more atomics
-//              per acquisition, as a shared MPI lock pays for its protocol; the mutual exclusion is the same.
+// the whole run, so the modes are emulated on the ring's words (one ring per rank):
+//   exclusive  the test-and-set bit of the state word alone.
+//   shared     the caller first registers as a shared holder on the ring's lock word (fetch_add 1: MPI_LOCK_SHARED),
+//              then takes the test-and-set bit, and leaves (fetch_add -1) after releasing it. Two more atomics per
+//              ring, as a shared MPI lock pays for its protocol; the mutual exclusion is the same.
 // Unlike the paper, where remove always runs in a lock_all (shared) epoch, the mode applies to push and pop alike.
 //
-// Cost per operation, uncontended (R remote read, W remote write, A remote atomic; k = ncand; e = empty rings
-// examined on the way; the paper's MPI_Win_lock/unlock pairs are the lock atomics here):
-//   lock_based exclusive  push 4A + W             try_pop k(3A + R) + A + 3eA
-//   lock_based shared     push 5A + W             try_pop k(4A + R) + A + 4eA
-//   lock_free             push 4A + W             try_pop k(2A + R) + 2A + 2eA
-// A full ring costs a push 3A (lock_based) or 2A (lock_free) before it moves on; contention adds retries.
+// Cost per operation, uncontended and with the states last seen here still right (R remote read, W remote write, A
+// remote atomic; k = ncand; e = rings passed over as empty; a state that changed since it was last seen here adds
+// 1A to that ring):
+//   lock_based exclusive  push 2A + W             try_pop k(2A + R) + eA
+//   lock_based shared     push 4A + W             try_pop k(4A + R) + 3eA
+//   lock_free             push 2A + W             try_pop k(2A + R) + A + 2eA
+// A full ring costs a push 1A before it moves on (lock_based: an unlocked observation of its state; lock_free: a read
+// of its dequeue counter, 2A when the position last seen here is old); contention adds retries. Each element's stamp
+// is one read of the local clock.
 //
 // Concurrency promises: every operation may run concurrently with every other (fully atomic). Ordering: a pop
 // returns the oldest of the k heads it examined; the rank error (older elements still queued) is measured in
