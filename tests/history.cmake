@@ -11,6 +11,7 @@ shoal_add_mpi_test(history_maps SOURCES history_maps_test.cpp RANKS 2 3 4 TIMEOU
 shoal_add_mpi_test(history_queues SOURCES history_queues_test.cpp RANKS 2 3 4 TIMEOUT 90
                    VARIANTS "mpi:SHOAL_FORCE_MPI=1" "messages:SHOAL_FORCE_MESSAGES=1,SHOAL_PROGRESS_THREAD=on"
                    "faults@3:SHOAL_FORCE_MESSAGES=1,SHOAL_FAULTS=delay:1")
+target_include_directories(history_queues_test PRIVATE ${PROJECT_SOURCE_DIR}/bench)  # bench/linked_fifo_queue.hpp
 shoal_add_mpi_test(history_ordered_map SOURCES history_ordered_map_test.cpp RANKS 2 3 4 TIMEOUT 90
                    VARIANTS "faults@3:SHOAL_FAULTS=delay:1")
 shoal_add_mpi_test(history_relaxed_queue SOURCES history_relaxed_queue_test.cpp RANKS 2 3 4 TIMEOUT 90

@@ -1,6 +1,6 @@
 // Checked histories of the FIFO queues: circular_queue under promise::any (pushes and pops at once), fast_queue
 // under its phase contract (a phase of pushes, a barrier, a phase of pops) and the strict linked-list queue
-// (detail::linked_fifo_queue, relaxed_queue's baseline). Each round starts with an empty queue, runs one phase of
+// (bench/linked_fifo_queue.hpp, relaxed_queue's baseline in shoal-bench). Each round starts with an empty queue, runs one phase of
 // operations from every rank and ends with every rank popping until the queue is empty; a round is one segment of
 // the history (the operation key), checked against a sequential FIFO queue on rank 0. Values are unique.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <random>
 #include <string>
 
+#include "linked_fifo_queue.hpp"  // bench/
 #include "shoal/containers/circular_queue.hpp"
-#include "shoal/containers/detail/linked_fifo_queue.hpp"
 #include "shoal/containers/fast_queue.hpp"
 #include "shoal_test.hpp"
 #include "support/checked_history.hpp"
@@ -84,7 +84,7 @@ TEST(History, FastQueueIsALinearizableFifoUnderItsPhaseContract) {
 }
 
 TEST(History, StrictLinkedQueueIsALinearizableFifo) {
-  shoal::detail::linked_fifo_queue<std::int64_t> q(static_cast<std::size_t>(rounds(first_phase::pushes_and_pops) * ops_per_round(first_phase::pushes_and_pops)));
+  shoal::bench::linked_fifo_queue<std::int64_t> q(static_cast<std::size_t>(rounds(first_phase::pushes_and_pops) * ops_per_round(first_phase::pushes_and_pops)));
   recorder rec;
   shoal::barrier();
   run_rounds(

@@ -9,13 +9,13 @@
 // error_bound_ns() is the largest such half round trip of any rank, the same on every rank. So at construction every
 // rank's now() is within error_bound_ns() of rank 0's clock, and two stamps taken on different ranks order correctly
 // whenever they differ by more than 2 * error_bound_ns(), plus the drift since construction: a few microseconds per
-// second between nodes; none on one node, where every rank reads the same monotonic clock. On one node the offset
-// itself is within error_bound_ns() of zero.
+// second between nodes. Ranks on rank 0's host need no estimate: they read the same monotonic clock, so their offset
+// is 0 and their error none (on one host error_bound_ns() is 0 and no ping-pong runs).
 //
 //   synchronized_clock c(rounds = 16, team = world())
 //                         collective over the team: one allreduce (the rounds agree), one communicator duplicate,
-//                         `rounds` ping-pongs between rank 0 and each other rank (rank 0 serves them one rank after
-//                         the other: (p - 1) * rounds round trips in all), one allreduce (the bound)
+//                         `rounds` ping-pongs between rank 0 and each rank on another host (rank 0 serves them one
+//                         rank after the other), one allreduce (the bound)
 //   c.now()               any rank: nanoseconds on rank 0's steady clock as estimated here (one clock read)
 //   c.offset_ns()         any rank: this rank's estimated offset to rank 0 (0 on rank 0)
 //   c.error_bound_ns()    any rank: the bound above
@@ -64,9 +64,14 @@ class synchronized_clock {
     SHOAL_MPI(MPI_Comm_idup(team.comm(), &comm, &dup));  // the ping-pongs never match the program's messages
     detail::wait_request(dup);
     const detail::comm_freer free_comm{comm};
+    // A rank on rank 0's host reads the same monotonic clock (CLOCK_MONOTONIC is system-wide): its offset is exactly
+    // 0, and estimating it would only add the ping-pong's error (milliseconds when ranks share busy cores).
+    const shoal::team node = team.node();
+    auto on_my_host = [&](int r) { return node.from_world(team.to_world(r)) >= 0; };
     std::int64_t best_rtt = 0;
     if (team.rank() == 0) {
       for (int peer = 1; peer < team.size(); ++peer) {
+        if (on_my_host(peer)) continue;
         for (int i = 0; i < rounds; ++i) {
           std::int64_t ping = 0;
           exchange(comm, &ping, peer, /*send_first=*/false);
@@ -74,7 +79,7 @@ class synchronized_clock {
           exchange(comm, &t0, peer, /*send_first=*/true);
         }
       }
-    } else {
+    } else if (!on_my_host(0)) {
       best_rtt = std::numeric_limits<std::int64_t>::max();
       for (int i = 0; i < rounds; ++i) {
         std::int64_t t0 = 0;
