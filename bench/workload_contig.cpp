@@ -24,6 +24,23 @@ using shoal::bench::context;
 
 void run_contig_reads(context& ctx, const std::string& genome);
 
+// One core: the k-mers into an absl::flat_hash_map, walked.
+std::vector<std::string> serial_contigs_of(std::size_t k, const std::vector<contig::kmer_entry>& entries) {
+  absl::flat_hash_map<contig::kmer_code, contig::extensions> table;
+  table.reserve(entries.size());
+  for (const auto& e : entries) table.emplace(e.kmer, e.ext);
+  contig::walker walk(k, [&](const contig::kmer_code& c) -> std::optional<contig::extensions> {
+    auto it = table.find(c);
+    if (it == table.end()) return std::nullopt;
+    return it->second;
+  });
+  std::vector<std::string> out;
+  for (const auto& e : entries) {
+    for (auto& c : walk.contigs_from(e)) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 void run_contig(context& ctx) {
   const auto length = ctx.size_or(200000);
   const std::size_t k = 31;
@@ -36,27 +53,24 @@ void run_contig(context& ctx) {
   }
   ctx.progress("generating k-mers");
   const auto records = contig::genome_kmers(genome, k);
-  std::vector<contig::ufx_record> mine;
-  for (std::size_t i = static_cast<std::size_t>(shoal::rank()); i < records.size();
+  std::vector<contig::kmer_entry> entries;
+  entries.reserve(records.size());
+  for (const auto& r : records) entries.push_back(contig::entry_of(r));
+  std::vector<contig::kmer_entry> mine;
+  for (std::size_t i = static_cast<std::size_t>(shoal::rank()); i < entries.size();
        i += static_cast<std::size_t>(shoal::size())) {
-    mine.push_back(records[i]);
+    mine.push_back(entries[i]);
   }
   ctx.progress("distributed assembly");
-  const auto result = contig::assemble(mine);
+  const auto result = contig::assemble(k, mine);
   const auto contigs = shoal::allreduce(result.contigs.size(), shoal::op::sum{});
 
   double serial = 0;
   std::size_t serial_contigs = 0;
   if (shoal::rank() == 0) {
     const double t0 = shoal::bench::now();
-    absl::flat_hash_map<contig::packed_kmer, contig::extensions> table;
-    for (const auto& r : records) table.emplace(contig::pack(r.kmer), r.ext);
-    contig::walker walk([&](const contig::packed_kmer& p) -> std::optional<contig::extensions> {
-      auto it = table.find(p);
-      if (it == table.end()) return std::nullopt;
-      return it->second;
-    });
-    for (const auto& r : records) serial_contigs += walk.contigs_from(r.kmer, r.ext).size();
+    const auto walked = serial_contigs_of(k, entries);
+    serial_contigs = walked.size();
     serial = shoal::bench::now() - t0;
   }
   serial = shoal::broadcast(serial);
@@ -118,21 +132,12 @@ std::size_t serial_reads_to_contigs(const contig::read_fragments& reads, std::si
     contig::for_each_kmer(reads[f], k, [&](const contig::kmer_sighting& s) { counts[s.kmer].add(s); });
   }
   count_seconds = shoal::bench::now() - t0;
-  absl::flat_hash_map<contig::packed_kmer, contig::extensions> table;
-  std::vector<contig::ufx_record> solid;
+  std::vector<contig::kmer_entry> solid;
   for (const auto& [code, tally] : counts) {
     if (tally.count < min_count) continue;
-    solid.push_back({code.to_string(k), {contig::extension_of(tally.left, min_count),
-                                          contig::extension_of(tally.right, min_count)}});
-    table.emplace(contig::pack(solid.back().kmer), solid.back().ext);
+    solid.push_back({code, {contig::extension_of(tally.left, min_count), contig::extension_of(tally.right, min_count)}});
   }
-  contig::walker walk([&](const contig::packed_kmer& p) -> std::optional<contig::extensions> {
-    auto it = table.find(p);
-    if (it == table.end()) return std::nullopt;
-    return it->second;
-  });
-  std::size_t contigs = 0;
-  for (const auto& r : solid) contigs += walk.contigs_from(r.kmer, r.ext).size();
+  const auto contigs = serial_contigs_of(k, solid).size();
   total_seconds = shoal::bench::now() - t0;
   return contigs;
 }
@@ -147,16 +152,16 @@ void run_contig_reads(context& ctx, const std::string& genome) {
   ctx.progress("distributed reads to contigs");
   shoal::barrier();
   const double t0 = shoal::bench::now();
-  std::vector<contig::ufx_record> solid;
+  std::vector<contig::kmer_entry> solid;
   double count_seconds = 0;
   {
     contig::kmer_counter counter(k, occurrences);
     counter.sight(mine);
     counter.tally(mine);
     count_seconds = shoal::allreduce(shoal::bench::now() - t0, shoal::op::max{});
-    for (auto& c : counter.solid(min_count)) solid.push_back(std::move(c.record));
+    for (const auto& c : counter.solid(min_count)) solid.push_back(c.entry);
   }
-  const auto result = contig::assemble(solid);
+  const auto result = contig::assemble(k, solid);
   const double total = shoal::allreduce(shoal::bench::now() - t0, shoal::op::max{});
   const auto contigs = shoal::allreduce(result.contigs.size(), shoal::op::sum{});
 
@@ -175,7 +180,7 @@ void run_contig_reads(context& ctx, const std::string& genome) {
   const auto rate = [&](double s) { return static_cast<double>(occurrences) / s / 1e6; };
   const std::string variant = std::to_string(occurrences) + " 31-mer occurrences (30x), " + std::to_string(contigs) +
                               " contigs";
-  ctx.report({.operation = "contig reads: k-mer counting", .variant = "Bloom + AM owners, 2 passes",
+  ctx.report({.operation = "contig reads: k-mer counting", .variant = "Bloom + owner queues, 2 passes",
               .value = rate(count_seconds), .unit = "M k-mers/s", .baseline = "one core, absl map",
               .baseline_value = rate(serial_count), .direction = better::higher});
   ctx.report({.operation = "contig reads: end to end", .variant = variant, .value = total, .unit = "s",

@@ -60,9 +60,7 @@ TEST(ContigReads, NoKmerSpansANonAcgtBase) {
     contig::kmer_counter counter(k, occurrences);
     counter.sight(mine);
     counter.tally(mine);
-    for (const auto& c : counter.solid(2)) {
-      lines.push_back(c.record.kmer + '\t' + c.record.ext.left + c.record.ext.right + '\t' + std::to_string(c.count));
-    }
+    for (const auto& c : counter.solid(2)) lines.push_back(c.ufx_line(k));
     counted = shoal::allreduce(static_cast<std::uint64_t>(counter.table_size()), shoal::op::sum{});
   }
   EXPECT_EQ(counted, 40u);  // every k-mer is seen 6 times: none is a once-seen Bloom false positive

@@ -147,24 +147,24 @@ int main(int argc, char** argv) {
 
   const auto records = contig::genome_kmers(genome, k);
   std::ofstream ufx(out + ".ufx");
-  std::unordered_map<contig::packed_kmer, contig::extensions> table;
+  std::unordered_map<std::string, contig::extensions> table;
   for (const auto& r : records) {
     ufx << r.kmer << '\t' << r.ext.left << r.ext.right << '\n';
-    table.emplace(contig::pack(r.kmer), r.ext);
+    table.emplace(r.kmer, r.ext);
   }
   if (!ufx) {
     std::cerr << "shoal-contig-gen: cannot write " << out << ".ufx\n";
     return 1;
   }
 
-  contig::walker walk([&](const contig::packed_kmer& p) -> std::optional<contig::extensions> {
-    auto it = table.find(p);
+  contig::walker walk(k, [&](const contig::kmer_code& c) -> std::optional<contig::extensions> {
+    auto it = table.find(c.to_string(k));
     if (it == table.end()) return std::nullopt;
     return it->second;
   });
   std::vector<std::string> unitigs;
   for (const auto& r : records) {
-    for (auto& u : walk.contigs_from(r.kmer, r.ext)) unitigs.push_back(std::move(u));
+    for (auto& u : walk.contigs_from(contig::entry_of(r))) unitigs.push_back(std::move(u));
   }
   std::sort(unitigs.begin(), unitigs.end());
   if (shape == "hairpin") unitigs = {contig::canonical(genome.substr(0, length + (k - 1) / 2))};
