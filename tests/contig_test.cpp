@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "count.hpp"
+#include "owner_rounds.hpp"
 #include "reads.hpp"
 #include "report.hpp"
 #include "shoal/shoal.hpp"
@@ -85,6 +87,44 @@ TEST(ContigReads, NoKmerSpansANonAcgtBase) {
       EXPECT_EQ(kmers.count(contig::canonical(joined.substr(i, k))), 0u) << joined.substr(i, k);
     }
   }
+}
+
+// The exchange of the counter (owner_rounds.hpp) below the counter: every item reaches its owner exactly once, in
+// rounds, when most items crowd onto one owner (the last rank gets 3 in 4 of every other rank's items), so that its
+// queue overflows and pieces wait for later rounds; and the last rank, with nothing to send, still takes part.
+TEST(ContigExchange, EveryItemReachesItsOwnerOnceWhenOneOwnerIsCrowded) {
+  const auto me = static_cast<std::uint64_t>(shoal::rank());
+  const auto p = static_cast<std::uint64_t>(shoal::size());
+  constexpr std::uint64_t items = 60000, round = 20000;
+  auto sent_by = [p](std::uint64_t r) { return r == p - 1 && p > 1 ? std::uint64_t{0} : items; };
+  auto owner_of = [p](std::uint64_t v) { return v % 4 != 3 ? p - 1 : (v / 4) % p; };
+  std::vector<std::uint64_t> got;
+  std::size_t rounds_run = 0;
+  {
+    contig::owner_rounds<std::uint64_t> rounds(round);
+    std::uint64_t next = 0;
+    rounds.run(
+        [&](std::vector<std::vector<std::uint64_t>>& batches, std::size_t budget) {
+          for (std::size_t added = 0; next < sent_by(me) && added < budget; ++next, ++added) {
+            const std::uint64_t v = me * 1000000 + next;
+            batches[owner_of(v)].push_back(v);
+          }
+          return next < sent_by(me);
+        },
+        [&](std::span<const std::uint64_t> batch) { got.insert(got.end(), batch.begin(), batch.end()); });
+    rounds_run = rounds.rounds();
+  }
+  std::sort(got.begin(), got.end());
+  std::vector<std::uint64_t> want;
+  for (std::uint64_t r = 0; r < p; ++r) {
+    for (std::uint64_t i = 0; i < sent_by(r); ++i) {
+      if (owner_of(r * 1000000 + i) == me) want.push_back(r * 1000000 + i);
+    }
+  }
+  EXPECT_EQ(got, want);  // sorted: each of this rank's items once, none of another's
+  // 3 rounds of sources; more when the crowded queue overflowed (it holds 1.25 x its expected share of a round).
+  if (p == 1) EXPECT_EQ(rounds_run, 3u);
+  else EXPECT_GT(rounds_run, 3u);
 }
 
 }  // namespace

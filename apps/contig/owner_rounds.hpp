@@ -52,7 +52,7 @@ class owner_rounds {
     const int me = shoal::rank();
     const int p = shoal::size();
     bool source_left = true;
-    for (;;) {
+    for (;; ++rounds_) {
       std::size_t held = 0;
       for (const auto& b : batches_) held += b.size();
       if (source_left && held < round_items_) source_left = fill(batches_, round_items_ - held);
@@ -61,7 +61,7 @@ class owner_rounds {
       apply(std::span<const Item>(own));
       own.clear();
       if (p == 1) {
-        if (!source_left) return;
+        if (!source_left) break;
         continue;
       }
       shoal::barrier();  // every push of the round is in its queue
@@ -70,9 +70,13 @@ class owner_rounds {
       apply(std::span<const Item>(incoming_));
       bool left = source_left;
       for (const auto& b : batches_) left = left || !b.empty();
-      if (shoal::allreduce(left ? 1 : 0, shoal::op::max{}) == 0) return;
+      if (shoal::allreduce(left ? 1 : 0, shoal::op::max{}) == 0) break;
     }
+    ++rounds_;
   }
+
+  /// Rounds run so far (the same on every rank).
+  std::size_t rounds() const { return rounds_; }
 
   /// Bytes this rank holds for the exchange: batches, its hosted queue, the received items.
   std::size_t bytes() const {
@@ -96,6 +100,7 @@ class owner_rounds {
 
   std::size_t round_items_;
   std::size_t capacity_ = 0;
+  std::size_t rounds_ = 0;
   std::vector<shoal::fast_queue<Item>> queues_;  // queues_[r] is hosted by rank r
   std::vector<std::vector<Item>> batches_;       // per owner
   std::vector<Item> incoming_;
