@@ -32,6 +32,9 @@
 //   find(k)                               no          CAS reader in, get entry, CAS reader out         2A + R
 //                                                     (a free or erased bucket: A)
 //   find(k, promise::find)                no          one get of the whole bucket                      R
+//   prefetch(k)                           no          a hint before find: loads k's home bucket into the cache
+//                                                     where it is mapped here (own part, same-host shm)  local
+//   prefetch_local(k)                     no          the same before a promise::local insert (owner)  local
 //   erase(k)                              no          load, get key, CAS ready->reserved, get value, CAS ->erased
 //                                                     3A + 2R
 //   size()                                collective  count ready buckets of every part                B + local scan
@@ -142,6 +145,15 @@ class hash_map {
   void prefetch_local(const key_type& key) const {
     const auto where = placement(hash_value(key, seed_));
     if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(parts_[me()].local() + where.home, 1);
+  }
+
+  /// A hint before find(key): where key's home bucket is in memory mapped here (this rank's part, or another rank's
+  /// of this host on the shared-memory path), starts loading it into the cache; elsewhere does nothing. Lets a
+  /// caller with many independent finds (e.g. many walks in flight) overlap their cache misses.
+  void prefetch(const key_type& key) const {
+    const auto where = placement(hash_value(key, seed_));
+    const auto b = parts_[static_cast<std::size_t>(where.rank)] + static_cast<std::ptrdiff_t>(where.home);
+    if (const std::byte* at = detail::mapped(detail::rt(), b.rank(), b.offset())) __builtin_prefetch(at);
   }
 
   /// Inserts (key, value) if key is absent. Returns true when inserted, false when key was already present (the
