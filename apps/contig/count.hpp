@@ -102,7 +102,7 @@ struct counted_kmer {
 struct kmer_counter_options {
   double bloom_bits_per_kmer = 4;          // Bloom filter bits per k-mer occurrence in the input (all ranks)
   unsigned bloom_hashes = 5;               // bits each k-mer sets in its 64-bit block
-  std::size_t round_kmers = std::size_t{1} << 20;  // k-mer occurrences each rank sends per exchange round
+  std::size_t round_kmers = std::size_t{1} << 18;  // k-mer occurrences each rank sends per exchange round
 };
 
 /// k-mer occurrences in a rank's fragments.
