@@ -1,5 +1,6 @@
 // apps/contig/assemble.hpp — distributed contig generation (BCL §8.2): the k-mer table is built through
-// hash_map_buffer (insert phase), then walked with the find-only promise (traversal phase). Collective.
+// hash_map_buffer (insert phase), then walked (walk.hpp) with the find-only promise, many walks in flight with their
+// next buckets prefetched (hash_map::prefetch: on shared memory) (traversal phase). Collective.
 #pragma once
 
 #include <mpi.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kmer.hpp"
+#include "walk.hpp"
 #include "shoal/containers/hash_map_buffer.hpp"
 
 namespace contig {
@@ -47,10 +49,10 @@ inline assembly assemble(std::size_t k, const std::vector<kmer_entry>& mine,
   if (starting) starting("walk");
   shoal::barrier();
   t0 = std::chrono::steady_clock::now();
-  walker walk(k, [&](const kmer_code& c) { return table.find(c, shoal::promise::find); });
-  for (const auto& e : mine) {
-    for (auto& c : walk.contigs_from(e)) out.contigs.push_back(std::move(c));
-  }
+  walker walk(
+      k, [&](const kmer_code& c) { return table.find(c, shoal::promise::find); },
+      [&](const kmer_code& c) { table.prefetch(c); });
+  out.contigs = walk.contigs_from(mine);
   out.lookups = walk.lookups();
   out.traverse_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});
   shoal::barrier();

@@ -29,6 +29,7 @@
 
 #include "fasta.hpp"
 #include "kmer.hpp"
+#include "walk.hpp"
 
 namespace {
 
@@ -157,15 +158,17 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  contig::walker walk(k, [&](const contig::kmer_code& c) -> std::optional<contig::extensions> {
-    auto it = table.find(c.to_string(k));
-    if (it == table.end()) return std::nullopt;
-    return it->second;
-  });
-  std::vector<std::string> unitigs;
-  for (const auto& r : records) {
-    for (auto& u : walk.contigs_from(contig::entry_of(r))) unitigs.push_back(std::move(u));
-  }
+  contig::walker walk(
+      k,
+      [&](const contig::kmer_code& c) -> std::optional<contig::extensions> {
+        auto it = table.find(c.to_string(k));
+        if (it == table.end()) return std::nullopt;
+        return it->second;
+      },
+      [](const contig::kmer_code&) {});
+  std::vector<contig::kmer_entry> entries;
+  for (const auto& r : records) entries.push_back(contig::entry_of(r));
+  std::vector<std::string> unitigs = walk.contigs_from(entries);
   std::sort(unitigs.begin(), unitigs.end());
   if (shape == "hairpin") unitigs = {contig::canonical(genome.substr(0, length + (k - 1) / 2))};
   contig::write_fasta(out + ".expected.fa", unitigs, "unitig");

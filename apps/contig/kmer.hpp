@@ -1,4 +1,4 @@
-// apps/contig/kmer.hpp — k-mers, the UFX-like input format and the Meraculous walk, shared by the distributed
+// apps/contig/kmer.hpp — k-mers (strings and 2-bit codes) and the UFX-like input format, shared by the distributed
 // assembler (contig.cpp), its generator (generate.cpp) and shoal-bench's contig workload.
 //
 // Format (docs/apps/contig.md): one k-mer per line, `KMER<TAB>LR[<TAB>anything]`. KMER is k bases of ACGT (k <= 64,
@@ -7,14 +7,8 @@
 // canonical form (the smaller of the k-mer and its reverse complement), as Meraculous' UFX files store it; a
 // non-canonical k-mer is canonicalised on reading (its extensions swapped and complemented).
 //
-// A contig is a maximal path of k-mers whose extensions are unique and agree in both directions (the UU graph of
-// Meraculous). Walks start at a k-mer whose left neighbour does not exist or does not point back; each contig is
-// found from both of its ends and emitted once, in the orientation that is lexicographically smaller. A contig
-// never holds the same canonical k-mer twice: a walk that would fold back onto its own reverse complement (a
-// hairpin) ends at the last k-mer before the repeat (walker::walk). Cycles without an end are not emitted.
+// The walk over these k-mers is in walk.hpp.
 #pragma once
-
-#include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
 #include <array>
@@ -167,105 +161,5 @@ inline u128 reverse_complement_code(u128 v, std::size_t k) {
   for (std::size_t i = 0; i < k; ++i, v >>= 2) r = (r << 2) | (3 - (v & 3));
   return r;
 }
-
-/// The Meraculous walk over any k-mer table: `lookup(canonical kmer_code) -> std::optional<extensions>`. The k-mers
-/// are codes, stepped with shifts in both orientations at once (no strings until a contig is written out).
-template <class Lookup>
-class walker {
- public:
-  walker(std::size_t k, Lookup lookup)
-      : k_(k), mask_(kmer_mask(k)), top_(static_cast<unsigned>(2 * (k - 1))), lookup_(std::move(lookup)) {}
-
-  /// The contigs that start at the canonical k-mer `e.kmer` (0, 1 or 2), each in its smaller orientation.
-  ///
-  /// A contig found from both of its ends is emitted by the walk that yields its smaller orientation. A walk that
-  /// stops at the hairpin rule (see walk) is the only walk of its contig, so it is emitted, in its smaller
-  /// orientation: a path that meets its own reverse complement runs s1 .. s(j-1), rc(si), rc(s(i-1)), .. rc(s1) and
-  /// ends where it began, reversed, so its one end is s1, and rc(s1) is no left end (rc(s2) points to it).
-  std::vector<std::string> contigs_from(const kmer_entry& e) {
-    std::vector<std::string> out;
-    const strand fwd{value_of(e.kmer), reverse_complement_code(value_of(e.kmer), k_)};
-    const strand rev{fwd.rc, fwd.fwd};
-    const extensions rc_ext{complement(e.ext.right), complement(e.ext.left)};
-    for (const auto& [s, x] : {std::pair{fwd, e.ext}, std::pair{rev, rc_ext}}) {
-      if (!is_left_end(s, x)) continue;
-      auto [seq, folded] = walk(s, x);
-      auto seq_rc = reverse_complement(seq);
-      if (folded) out.push_back(std::min(seq, seq_rc));
-      else if (seq <= seq_rc) out.push_back(std::move(seq));
-    }
-    return out;
-  }
-
-  std::uint64_t lookups() const { return lookups_; }
-
- private:
-  /// A k-mer as walked (fwd) and its reverse complement (rc).
-  struct strand {
-    u128 fwd, rc;
-  };
-
-  strand step_right(const strand& s, char base) const {
-    const auto b = static_cast<u128>(base_code(base));
-    return {((s.fwd << 2) | b) & mask_, (s.rc >> 2) | ((3 - b) << top_)};
-  }
-  strand step_left(const strand& s, char base) const {
-    const auto b = static_cast<u128>(base_code(base));
-    return {(s.fwd >> 2) | (b << top_), ((s.rc << 2) | (3 - b)) & mask_};
-  }
-  char first_base(const strand& s) const { return "ACGT"[static_cast<unsigned>(s.fwd >> top_) & 3]; }
-  static char last_base(const strand& s) { return "ACGT"[static_cast<unsigned>(s.fwd) & 3]; }
-  static kmer_code canonical_code(const strand& s) { return code_of(s.fwd <= s.rc ? s.fwd : s.rc); }
-
-  /// The extensions of s in its walked orientation.
-  std::optional<extensions> oriented(const strand& s) {
-    ++lookups_;
-    const bool forward = s.fwd <= s.rc;
-    const auto v = lookup_(code_of(forward ? s.fwd : s.rc));
-    if (!v || forward) return v;
-    return extensions{complement(v->right), complement(v->left)};
-  }
-
-  bool is_left_end(const strand& s, const extensions& e) {
-    if (!is_base(e.left)) return true;
-    const strand prev = step_left(s, e.left);
-    const auto pe = oriented(prev);
-    return !pe || pe->right != last_base(s) || prev.fwd == s.fwd;
-  }
-
-  struct walked {
-    std::string seq;
-    bool folded = false;  // stopped by the hairpin rule
-  };
-
-  /// Walks right from s while the extensions are unique and agree both ways. The hairpin rule: a contig never holds
-  /// the same canonical k-mer twice, so the walk ends at the last k-mer before one whose canonical form is already
-  /// in the contig (a path folding back onto its own reverse complement, or a cycle).
-  walked walk(strand s, extensions e) {
-    walked out{code_of(s.fwd).to_string(k_), false};
-    seen_.clear();
-    seen_.insert(canonical_code(s));
-    while (is_base(e.right)) {
-      const strand next = step_right(s, e.right);
-      const auto ne = oriented(next);
-      if (!ne || ne->left != first_base(s)) break;
-      if (!seen_.insert(canonical_code(next)).second) {
-        out.folded = true;
-        break;
-      }
-      out.seq.push_back(e.right);
-      s = next;
-      e = *ne;
-    }
-    return out;
-  }
-
-  std::size_t k_;
-  u128 mask_;
-  unsigned top_;
-  absl::flat_hash_set<kmer_code> seen_;
-  Lookup lookup_;
-  std::uint64_t lookups_ = 0;
-};
 
 }  // namespace contig
