@@ -48,7 +48,12 @@ void for_each_kmer(std::string_view fragment, std::size_t k, Visit&& visit) {
   const u128 mask = kmer_mask(k);
   const unsigned top = static_cast<unsigned>(2 * (k - 1));
   u128 fwd = 0, rev = 0;
-  auto code = [](char b) -> std::uint8_t { return b == 'A' ? 0 : b == 'C' ? 1 : b == 'G' ? 2 : 3; };
+  // A C G T -> 0 1 2 3 without branches (bits 1-2 of the letter are 0 1 3 2; x ^ (x >> 1) swaps the last two):
+  // the bases are random, so a compare chain would mispredict on most of them.
+  auto code = [](char b) -> std::uint8_t {
+    const unsigned x = (static_cast<unsigned char>(b) >> 1) & 3;
+    return static_cast<std::uint8_t>(x ^ (x >> 1));
+  };
   for (std::size_t i = 0; i < fragment.size(); ++i) {
     const std::uint8_t c = code(fragment[i]);
     fwd = ((fwd << 2) | c) & mask;
@@ -57,14 +62,13 @@ void for_each_kmer(std::string_view fragment, std::size_t k, Visit&& visit) {
     const std::size_t start = i + 1 - k;
     const std::uint8_t before = start > 0 ? code(fragment[start - 1]) : 4;
     const std::uint8_t after = i + 1 < fragment.size() ? code(fragment[i + 1]) : 4;
-    kmer_sighting s;
-    if (fwd < rev) {
-      s = {code_of(fwd), before, after};
-    } else {  // reverse complement: sides swap, bases complement (3 - c)
-      s = {code_of(rev), static_cast<std::uint8_t>(after == 4 ? 4 : 3 - after),
-           static_cast<std::uint8_t>(before == 4 ? 4 : 3 - before)};
-    }
-    visit(s);
+    // The canonical orientation, chosen with masks (which strand is smaller is a coin toss per k-mer); on the
+    // reverse strand the sides swap and the bases complement (3 - c; 4, no base, stays 4).
+    const bool forward = fwd < rev;
+    const u128 pick = -static_cast<u128>(forward);
+    const auto complement_side = [](std::uint8_t b) { return static_cast<std::uint8_t>(b == 4 ? 4 : 3 - b); };
+    visit(kmer_sighting{code_of((fwd & pick) | (rev & ~pick)), forward ? before : complement_side(after),
+                        forward ? after : complement_side(before)});
   }
 }
 
@@ -194,9 +198,7 @@ class kmer_counter {
   void apply(std::span<const Item> items, void (kmer_counter::*on)(const Item&)) {
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (i + prefetch_ahead < items.size()) {
-        const kmer_code& later = key_of(items[i + prefetch_ahead]);
-        if constexpr (std::is_same_v<Item, kmer_code>) bloom_.prefetch_local(later);  // pass 1 only
-        table_.prefetch(later);
+        table_.prefetch(key_of(items[i + prefetch_ahead]));
       }
       (this->*on)(items[i]);
     }
@@ -209,7 +211,11 @@ class kmer_counter {
                                                                   opts.bloom_bits_per_kmer));
   }
 
+  // A k-mer already in the table has all its Bloom bits set (it entered the table because they were), so the
+  // filter is consulted only for k-mers not in the table: the same outcome, and most occurrences (a k-mer's third
+  // and later) cost one table lookup instead of the filter's hashes and block as well.
   void on_sighting(const kmer_code& c) {
+    if (table_.find(c)) return;
     if (bloom_.local_insert(c)) table_.try_emplace(c);
     else ++first_sightings_;
   }
