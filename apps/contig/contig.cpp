@@ -257,9 +257,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--bloom-hashes", opt.counter.bloom_hashes, "reads mode: Bloom filter bits set per k-mer")
       ->check(CLI::Range(1u, 64u));
-  app.add_option("--round-kmers", opt.counter.round_kmers,
-                 "reads mode: k-mer occurrences each rank sends to their owners per exchange round (the exchange "
-                 "holds about 3 x 24 bytes per k-mer of a round per rank; fewer rounds wait less)")
+  app.add_option("--queue-kmers", opt.counter.queue_kmers,
+                 "reads mode: k-mer occurrences each rank's exchange queue holds (16 or 24 bytes each, symmetric heap; "
+                 "a sender waits when its owner's queue is full)")
       ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);

@@ -2,8 +2,8 @@
 // extensions of the solid k-mers.
 //
 // Every canonical k-mer has one owner: the rank that holds its block of the shoal::bloom_filter
-// (bloom_filter::owner). Ranks send the k-mer occurrences of their reads to their owners in rounds through one-sided
-// queues (owner_rounds.hpp: a shoal::fast_queue hosted by every rank); the owner applies them to its own Bloom blocks
+// (bloom_filter::owner). Ranks stream the k-mer occurrences of their reads to their owners through one-sided queues
+// (owner_exchange.hpp: a shoal::circular_queue hosted by every rank); the owner applies them to its own Bloom blocks
 // (bloom_filter::local_insert: a load and a store, no remote atomic and no MPI call on either RMA path) and its local
 // count table (shoal::local::flat_table), one k-mer at a time, prefetching the Bloom block and table slot of the
 // k-mer `prefetch_ahead` places further on (the work is cache misses). Two passes over the reads (held in memory):
@@ -28,7 +28,7 @@
 
 #include "fragments.hpp"
 #include "kmer.hpp"
-#include "owner_rounds.hpp"
+#include "owner_exchange.hpp"
 #include "shoal/containers/bloom_filter.hpp"
 #include "shoal/local/flat_table.hpp"
 
@@ -106,7 +106,7 @@ struct counted_kmer {
 struct kmer_counter_options {
   double bloom_bits_per_kmer = 4;          // Bloom filter bits per k-mer occurrence in the input (all ranks)
   unsigned bloom_hashes = 5;               // bits each k-mer sets in its 64-bit block
-  std::size_t round_kmers = std::size_t{1} << 18;  // k-mer occurrences each rank sends per exchange round
+  std::size_t queue_kmers = std::size_t{1} << 17;  // capacity of each rank's exchange queue (k-mer occurrences)
 };
 
 /// k-mer occurrences in a rank's fragments.
@@ -121,7 +121,7 @@ class kmer_counter {
  public:
   /// Collective. `occurrences` is the number of k-mer occurrences of all ranks' reads (sizes the Bloom filter).
   kmer_counter(std::size_t k, std::uint64_t occurrences, kmer_counter_options opts = {})
-      : k_(k), round_kmers_(opts.round_kmers), bloom_(bloom_bits(occurrences, opts), opts.bloom_hashes) {}
+      : k_(k), queue_kmers_(opts.queue_kmers), bloom_(bloom_bits(occurrences, opts), opts.bloom_hashes) {}
 
   /// Collective, pass 1: every k-mer occurrence to its owner's Bloom filter; seen twice -> into the table.
   void sight(const read_fragments& reads) {
@@ -166,19 +166,17 @@ class kmer_counter {
  private:
   static constexpr std::size_t prefetch_ahead = 8;
 
-  // Collective: the round size, no larger than the most occurrences a rank holds (small inputs, small queues).
-  std::size_t round_size(const read_fragments& reads) const {
-    const auto most = shoal::allreduce(kmer_occurrences(reads, k_), shoal::op::max{});
-    return static_cast<std::size_t>(std::clamp<std::uint64_t>(most, 1, std::max<std::size_t>(round_kmers_, 1)));
-  }
+  static constexpr std::size_t chunk_kmers = std::size_t{1} << 15;  // occurrences taken from the reads per turn
 
-  // Collective: one pass. The k-mer occurrences of the reads (as `pick` makes them), fragment by fragment, go to
-  // their owners in rounds (owner_rounds), where `on` applies them.
+  // Collective: one pass. The k-mer occurrences of the reads (as `pick` makes them), fragment by fragment, stream to
+  // their owners (owner_exchange), where `on` applies them. The queues hold no more than the most occurrences a
+  // rank has (small inputs, small queues).
   template <class Pick, class Item>
   void pass(const read_fragments& reads, Pick pick, void (kmer_counter::*on)(const Item&)) {
-    owner_rounds<Item> rounds(round_size(reads));
+    const auto most = shoal::allreduce(kmer_occurrences(reads, k_), shoal::op::max{});
+    owner_exchange<Item> exchange(chunk_kmers, static_cast<std::size_t>(std::clamp<std::uint64_t>(most, 1, queue_kmers_)));
     std::size_t next = 0;  // the first fragment not yet sent
-    rounds.run(
+    exchange.run(
         [&](std::vector<std::vector<Item>>& batches, std::size_t budget) {
           std::size_t added = 0;
           for (; next < reads.size() && added < budget; ++next) {
@@ -190,7 +188,7 @@ class kmer_counter {
           return next < reads.size();
         },
         [&](std::span<const Item> items) { apply(items, on); });
-    exchange_bytes_ = std::max(exchange_bytes_, rounds.bytes());
+    exchange_bytes_ = std::max(exchange_bytes_, exchange.bytes());
   }
 
   // The owner's side: `on` for each item, the Bloom block and table slot of a later one prefetched.
@@ -224,7 +222,7 @@ class kmer_counter {
   }
 
   std::size_t k_;
-  std::size_t round_kmers_;
+  std::size_t queue_kmers_;
   shoal::bloom_filter<kmer_code> bloom_;
   shoal::local::flat_table<kmer_code, kmer_tally> table_;
   std::uint64_t first_sightings_ = 0;
