@@ -125,12 +125,13 @@ class kmer_counter {
 
   /// Collective, pass 1: every k-mer occurrence to its owner's Bloom filter; seen twice -> into the table.
   void sight(const read_fragments& reads) {
-    pass(reads, [](const kmer_sighting& s) { return s.kmer; }, &kmer_counter::on_sighting);
+    pass(reads, [](const kmer_sighting& s) { return s.kmer; }, &kmer_counter::on_sighting, owners::record);
   }
 
   /// Collective, pass 2: every occurrence of a k-mer in the table counted with its neighbouring bases.
   void tally(const read_fragments& reads) {
-    pass(reads, [](const kmer_sighting& s) { return s; }, &kmer_counter::on_tally);
+    pass(reads, [](const kmer_sighting& s) { return s; }, &kmer_counter::on_tally, owners::replay);
+    owners_ = {};
   }
 
   /// This rank's k-mers counted at least min_count times, with their extensions.
@@ -171,24 +172,36 @@ class kmer_counter {
   // Collective: one pass. The k-mer occurrences of the reads (as `pick` makes them), fragment by fragment, stream to
   // their owners (owner_exchange), where `on` applies them. The queues hold no more than the most occurrences a
   // rank has (small inputs, small queues).
+  // Owners of the occurrences: pass 1 computes them (a hash each) and, with at most 256 ranks, records them in
+  // order (a byte each); pass 2 replays the record instead of hashing again.
+  enum class owners { record, replay };
+
   template <class Pick, class Item>
-  void pass(const read_fragments& reads, Pick pick, void (kmer_counter::*on)(const Item&)) {
-    const auto most = shoal::allreduce(kmer_occurrences(reads, k_), shoal::op::max{});
+  void pass(const read_fragments& reads, Pick pick, void (kmer_counter::*on)(const Item&), owners mode) {
+    const auto mine = kmer_occurrences(reads, k_);
+    const auto most = shoal::allreduce(mine, shoal::op::max{});
     owner_exchange<Item> exchange(chunk_kmers, static_cast<std::size_t>(std::clamp<std::uint64_t>(most, 1, queue_kmers_)));
-    std::size_t next = 0;  // the first fragment not yet sent
+    const bool recording = mode == owners::record && shoal::size() <= 256;
+    const bool replaying = mode == owners::replay && owners_.size() == mine;
+    if (recording) owners_.reserve(mine);
+    std::size_t next = 0;      // the first fragment not yet sent
+    std::size_t sighting = 0;  // occurrences sent so far
     exchange.run(
         [&](std::vector<std::vector<Item>>& batches, std::size_t budget) {
           std::size_t added = 0;
           for (; next < reads.size() && added < budget; ++next) {
             for_each_kmer(reads[next], k_, [&](const kmer_sighting& s) {
-              batches[static_cast<std::size_t>(bloom_.owner(s.kmer))].push_back(pick(s));
+              const auto owner = replaying ? owners_[sighting] : static_cast<std::size_t>(bloom_.owner(s.kmer));
+              if (recording) owners_.push_back(static_cast<std::uint8_t>(owner));
+              batches[owner].push_back(pick(s));
+              ++sighting;
               ++added;
             });
           }
           return next < reads.size();
         },
         [&](std::span<const Item> items) { apply(items, on); });
-    exchange_bytes_ = std::max(exchange_bytes_, exchange.bytes());
+    exchange_bytes_ = std::max(exchange_bytes_, exchange.bytes() + owners_.capacity());
   }
 
   // The owner's side: `on` for each item, the Bloom block and table slot of a later one prefetched.
@@ -227,6 +240,7 @@ class kmer_counter {
   shoal::local::flat_table<kmer_code, kmer_tally> table_;
   std::uint64_t first_sightings_ = 0;
   std::size_t exchange_bytes_ = 0;
+  std::vector<std::uint8_t> owners_;  // the owner of every occurrence, in order (pass 1 to pass 2)
 };
 
 }  // namespace contig
