@@ -153,7 +153,10 @@ class hash_map {
   void prefetch(const key_type& key) const {
     const auto where = placement(hash_value(key, seed_));
     const auto b = parts_[static_cast<std::size_t>(where.rank)] + static_cast<std::ptrdiff_t>(where.home);
-    if (const std::byte* at = detail::mapped(detail::rt(), b.rank(), b.offset())) __builtin_prefetch(at);
+    if (const std::byte* at = detail::mapped(detail::rt(), b.rank(), b.offset())) {
+      __builtin_prefetch(at);
+      __builtin_prefetch(at + sizeof(bucket) - 1);  // a peer's mapped base need not be line-aligned
+    }
   }
 
   /// Inserts (key, value) if key is absent. Returns true when inserted, false when key was already present (the
