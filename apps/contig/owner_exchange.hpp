@@ -37,12 +37,13 @@ namespace contig {
 template <class Item>
 class owner_exchange {
  public:
-  static constexpr std::size_t piece_items = std::size_t{1} << 13;
+  static constexpr std::size_t default_piece_items = std::size_t{1} << 13;
 
-  /// Collective: every rank passes the same chunk_items (items taken from the source per turn) and queue_items
-  /// (capacity of each rank's queue); both > 0.
-  owner_exchange(std::size_t chunk_items, std::size_t queue_items)
+  /// Collective: every rank passes the same chunk_items (items taken from the source per turn), queue_items
+  /// (capacity of each rank's queue) and piece_items (items per push); all > 0.
+  owner_exchange(std::size_t chunk_items, std::size_t queue_items, std::size_t piece_items = default_piece_items)
       : chunk_items_(chunk_items),
+        piece_items_(piece_items),
         me_(static_cast<std::size_t>(shoal::rank())),
         announced_(static_cast<std::size_t>(shoal::size()) * static_cast<std::size_t>(shoal::size())) {
     const auto p = static_cast<std::size_t>(shoal::size());
@@ -50,7 +51,7 @@ class owner_exchange {
     for (auto& b : batches_) b.reserve(chunk_items / p + chunk_items / (4 * p) + 256);
     sent_.assign(p, 0);
     if (p == 1) return;  // one rank: every item is its own
-    capacity_ = std::max(queue_items, piece_items);
+    capacity_ = std::max(queue_items, piece_items);  // a piece always fits an empty queue
     for (std::size_t host = 0; host < p; ++host) queues_.emplace_back(static_cast<int>(host), capacity_);
   }
 
@@ -124,7 +125,7 @@ class owner_exchange {
     auto& batch = batches_[dest];
     std::size_t done = 0;
     while (done < batch.size()) {
-      const std::size_t n = std::min(piece_items, batch.size() - done);
+      const std::size_t n = std::min(piece_items_, batch.size() - done);
       if (!queues_[dest].push(std::span<const Item>(batch.data() + done, n))) {
         ++full_pushes_;
         break;
@@ -162,6 +163,7 @@ class owner_exchange {
   }
 
   std::size_t chunk_items_;
+  std::size_t piece_items_;
   std::size_t me_;
   std::size_t capacity_ = 0;
   std::vector<shoal::circular_queue<Item>> queues_;  // queues_[r] is hosted by rank r
