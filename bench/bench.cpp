@@ -1,5 +1,7 @@
 #include "bench.hpp"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 
@@ -41,6 +43,19 @@ double median_timed(int reps, const std::function<void()>& fn) {
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) t.push_back(timed(fn));
   return median(std::move(t));
+}
+
+std::pair<double, double> fastest_timed_pair(int reps, const std::function<void()>& a, const std::function<void()>& b) {
+  double ta = 0, tb = 0;
+  for (int i = 0; i < reps; ++i) {
+    const bool a_first = i % 2 == 0;
+    const double first = timed(a_first ? a : b);
+    const double second = timed(a_first ? b : a);
+    const double ra = a_first ? first : second, rb = a_first ? second : first;
+    ta = i == 0 ? ra : std::min(ta, ra);
+    tb = i == 0 ? rb : std::min(tb, rb);
+  }
+  return {ta, tb};
 }
 
 }  // namespace shoal::bench

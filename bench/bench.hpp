@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shoal/core.hpp"
@@ -110,5 +111,11 @@ inline double timed(const std::function<void()>& fn) {
 
 /// Collective: the median over `reps` repetitions of timed(fn).
 double median_timed(int reps, const std::function<void()>& fn);
+
+/// Collective: `reps` rounds of timed(a) and timed(b), alternating which goes first (a b, b a, a b, ...), and the
+/// fastest round of each. For single operations measured beside their baseline on a shared machine: the two taken
+/// in turns see the same load (one after the other they would see two different moments), and the fastest round is
+/// the one least disturbed by other processes — the operation's own cost, which is what the ratio is about.
+std::pair<double, double> fastest_timed_pair(int reps, const std::function<void()>& a, const std::function<void()>& b);
 
 }  // namespace shoal::bench

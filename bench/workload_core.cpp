@@ -1,5 +1,6 @@
 // Workload `core`: latency and rate of get / put (8 B, 4 KiB, 1 MiB), fetch_add and compare_exchange, each beside
-// the same operation written directly in MPI-3 RMA. Run once per RMA path (shared memory, MPI).
+// the same operation written directly in MPI-3 RMA, the two measured in turns (11 short rounds each, the fastest of
+// each: bench.hpp, fastest_timed_pair). Run once per RMA path (shared memory, MPI).
 // Across hosts, every variant names the path its target takes (`same-host`, `cross-host`): rank 0 measures latency
 // against a rank of its own host (if any) and against the first rank of another host, and the cross-host 8 B rows
 // also stand beside an MPI_Send/MPI_Recv ping-pong between the same two ranks. Where MPI cannot make a window
@@ -68,6 +69,9 @@ void run_core(context& ctx) {
   constexpr std::size_t max_bytes = std::size_t{1} << 20;
   const int scale = static_cast<int>(ctx.size_or(200000));
   const bool hosts = shoal::host_count() > 1;
+  // Rounds of shoal's operation and of its baseline, in turns, each of a quarter of the iterations: short enough that
+  // one of them runs undisturbed on a shared machine (bench::fastest_timed_pair).
+  constexpr int reps = 11;
 
   auto seg = shoal::allocate_collective<std::byte>(max_bytes);
   auto words = shoal::allocate_collective<std::uint64_t>(64);
@@ -85,19 +89,19 @@ void run_core(context& ctx) {
   auto latency = [&](const std::string& variant, const std::string& op, int iters, auto shoal_op, auto mpi_op) {
     ctx.progress("latency " + op + " " + variant);
     const bool active = me == 0;
-    const double ts = shoal::bench::median_timed(3, [&] {
+    const int n = std::max(1, iters / 4);  // per round
+    auto run_shoal = [&] {
       if (active)
-        for (int i = 0; i < iters; ++i) shoal_op();
+        for (int i = 0; i < n; ++i) shoal_op();
+    };
+    if (!ref.ok()) return shoal::bench::median_timed(reps, run_shoal) / n * 1e6;
+    const auto [ts, tm] = shoal::bench::fastest_timed_pair(reps, run_shoal, [&] {
+      if (active)
+        for (int i = 0; i < n; ++i) mpi_op();
     });
-    if (ref.ok()) {
-      const double tm = shoal::bench::median_timed(3, [&] {
-        if (active)
-          for (int i = 0; i < iters; ++i) mpi_op();
-      });
-      ctx.report({.operation = op + " latency", .variant = variant, .value = ts / iters * 1e6, .unit = "us",
-                  .baseline = "MPI-3 RMA", .baseline_value = tm / iters * 1e6, .direction = better::lower});
-    }
-    return ts / iters * 1e6;
+    ctx.report({.operation = op + " latency", .variant = variant, .value = ts / n * 1e6, .unit = "us",
+                .baseline = "MPI-3 RMA", .baseline_value = tm / n * 1e6, .direction = better::lower});
+    return ts / n * 1e6;
   };
 
   std::uint64_t one = 1, result = 0, cmp = 0;
@@ -159,14 +163,11 @@ void run_core(context& ctx) {
   const int rate_iters = cross_peers > 0 ? std::max(1, scale / 20) : scale;
   auto rate = [&](const std::string& op, auto shoal_op, auto mpi_op) {
     ctx.progress("rate " + op);
-    const double ts = shoal::bench::median_timed(3, [&] {
-      for (int i = 0; i < rate_iters; ++i) shoal_op();
-    });
     if (!ref.ok()) return;
-    const double tm = shoal::bench::median_timed(3, [&] {
-      for (int i = 0; i < rate_iters; ++i) mpi_op();
-    });
-    const double total = static_cast<double>(rate_iters) * np;
+    const int n = std::max(1, rate_iters / 4);  // per round
+    const auto [ts, tm] = shoal::bench::fastest_timed_pair(
+        reps, [&] { for (int i = 0; i < n; ++i) shoal_op(); }, [&] { for (int i = 0; i < n; ++i) mpi_op(); });
+    const double total = static_cast<double>(n) * np;
     ctx.report({.operation = op + " rate", .variant = ring + "8 B", .value = total / ts / 1e6, .unit = "Mops/s",
                 .baseline = "MPI-3 RMA", .baseline_value = total / tm / 1e6});
   };

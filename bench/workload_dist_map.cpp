@@ -146,7 +146,7 @@ rates run_shoal(const std::vector<u32>& keys, pattern p, std::size_t total) {
   std::size_t wrong = 0;
   for (int rep = 0; rep < 3; ++rep) {
     ti.push_back(shoal::bench::timed([&] {
-      for (u32 k : keys) m.async_insert(shoal::ignore_result, k, k ^ 0x5bd1e995u);
+      for (u32 k : keys) m.post_insert(k, k ^ 0x5bd1e995u);
       m.flush();
     }));
     tf.push_back(shoal::bench::timed([&] {
@@ -262,7 +262,7 @@ void run_dist_map(context& ctx) {
     shoal::dist_multimap<u32, u32> mm(options);
     t.push_back(shoal::bench::timed([&] {
       for (std::size_t i = 0; i < mine.size(); ++i)
-        mm.async_insert(shoal::ignore_result, mine[i], std::span<const u32>(requests[i]));
+        mm.post_insert(mine[i], std::span<const u32>(requests[i]));
       mm.flush();
     }));
   }

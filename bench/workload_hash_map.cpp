@@ -2,9 +2,11 @@
 // (hash_map_buffer, end to end with flush), each as total million operations per second over all ranks. Beside
 // each, the same operation hand-written in plain MPI-3 RMA on an MPI_Win_allocate window (the same bucket layout,
 // hash and probing); for the buffered insert the per-core limit (one process inserting the same number of keys into
-// an absl::flat_hash_map) and the ratio to the fully atomic insert (target >= 10x). --size = keys per rank.
+// an absl::flat_hash_map) and the ratio to the fully atomic insert (target >= 10x). --size = keys per rank. The
+// atomic rows take the fastest of 3 rounds, shoal's table and the MPI table in turns.
 #include <absl/container/flat_hash_map.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -101,38 +103,51 @@ void run_hash_map(context& ctx) {
   const std::size_t capacity = 2 * n * static_cast<std::size_t>(np);
   auto mops = [&](double seconds) { return total / seconds / 1e6; };
 
-  // Fully atomic insert, atomic find, find-only.
-  double t_insert, t_find, t_find_only, m_insert, m_find, m_find_only;
-  {
-    ctx.progress("atomic insert");
+  // Fully atomic insert, atomic find, find-only: rounds of shoal's table and the MPI table in turns (each round on
+  // fresh tables, the order of the two alternating), the fastest round of each.
+  constexpr int rounds = 3;
+  std::vector<double> si, sf, sg, mi, mf, mg;
+  auto shoal_round = [&] {
+    ctx.progress("atomic insert / find / find promise");
     shoal::hash_map<std::uint64_t, std::uint64_t> map(capacity);
-    t_insert = shoal::bench::timed([&] {
+    si.push_back(shoal::bench::timed([&] {
       for (auto k : keys) map.insert(k, k);
-    });
-    ctx.progress("atomic find");
-    t_find = shoal::bench::timed([&] {
+    }));
+    sf.push_back(shoal::bench::timed([&] {
       for (auto k : keys) map.find(k);
-    });
-    ctx.progress("find promise");
-    t_find_only = shoal::bench::timed([&] {
+    }));
+    sg.push_back(shoal::bench::timed([&] {
       for (auto k : keys) map.find(k, shoal::promise::find);
-    });
+    }));
     shoal::barrier();
-  }
-  {
+  };
+  auto mpi_round = [&] {
     ctx.progress("MPI RMA reference");
     mpi_table ref(capacity);
-    m_insert = shoal::bench::timed([&] {
+    mi.push_back(shoal::bench::timed([&] {
       for (auto k : keys) ref.insert(k, k);
-    });
-    m_find = shoal::bench::timed([&] {
+    }));
+    mf.push_back(shoal::bench::timed([&] {
       for (auto k : keys) ref.find_atomic(k);
-    });
-    m_find_only = shoal::bench::timed([&] {
+    }));
+    mg.push_back(shoal::bench::timed([&] {
       for (auto k : keys) ref.find_get(k);
-    });
+    }));
     MPI_Barrier(MPI_COMM_WORLD);
+  };
+  for (int r = 0; r < rounds; ++r) {
+    if (r % 2 == 0) {
+      shoal_round();
+      mpi_round();
+    } else {
+      mpi_round();
+      shoal_round();
+    }
   }
+  // The fastest round of each (bench.hpp, fastest_timed_pair): the one least disturbed on a shared machine.
+  auto fastest = [](const std::vector<double>& t) { return *std::min_element(t.begin(), t.end()); };
+  const double t_insert = fastest(si), t_find = fastest(sf), t_find_only = fastest(sg);
+  const double m_insert = fastest(mi), m_find = fastest(mf), m_find_only = fastest(mg);
   ctx.report({.operation = "insert (fully atomic)", .variant = "u64->u64", .value = mops(t_insert), .unit = "Mops/s",
               .baseline = "MPI RMA CAS+put+XOR", .baseline_value = mops(m_insert)});
   ctx.report({.operation = "find (fully atomic)", .variant = "u64->u64", .value = mops(t_find), .unit = "Mops/s",
@@ -149,7 +164,7 @@ void run_hash_map(context& ctx) {
     opts.mailbox_messages = (n * 24 * static_cast<std::size_t>(np)) / opts.message_bytes + 8;
     shoal::hash_map_buffer buffer(map, opts);
     t_buffered = shoal::bench::timed([&] {
-      for (auto k : keys) buffer.insert(k, k);
+      for (auto k : keys) buffer.post_insert(k, k);
       buffer.flush();
     });
     shoal::barrier();

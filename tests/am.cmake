@@ -1,10 +1,11 @@
 # Active messages (include/shoal/am): at 1-4 ranks, on default settings, with 64-byte buffers and a send cap of one,
 # with every one-sided operation by owner-applied messages (handlers that wait for remote atomics), and at 3 ranks
-# under the test-only fault mode (delayed, reordered deliveries).
+# under the test-only fault mode (delayed, reordered deliveries), one-sided operations by messages there too (both
+# channels delayed at once).
 shoal_add_mpi_test(am SOURCES am_test.cpp TIMEOUT 120
                    VARIANTS "tiny:SHOAL_AM_BUFFER=64,SHOAL_AM_MAX_SENDS=1"
                             "messages:SHOAL_FORCE_MESSAGES=1,SHOAL_PROGRESS_THREAD=on"
-                            "faults@3:SHOAL_FAULTS=delay:1")
+                            "faults@3:SHOAL_FORCE_MESSAGES=1,SHOAL_FAULTS=delay:1")
 set_target_properties(am_test PROPERTIES ENABLE_EXPORTS ON)  # handler names in error messages (dladdr)
 # Start, finalize and restart shoal inside one MPI program (the main initialises MPI itself).
 shoal_add_mpi_test(am_lifecycle SOURCES am_lifecycle_test.cpp MAIN core_adopt_main.cpp TIMEOUT 60)

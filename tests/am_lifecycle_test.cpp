@@ -12,10 +12,10 @@ namespace {
 TEST(AmLifecycle, CallsAfterFinalizeAreUsageErrors) {
   {
     shoal::environment env;
-    shoal::async(shoal::rank(), [] {});
+    shoal::post(shoal::rank(), [] {});
     shoal::am::barrier();
   }
-  EXPECT_THROW(shoal::async(0, [] {}), shoal::usage_error);
+  EXPECT_THROW(shoal::post(0, [] {}), shoal::usage_error);
   EXPECT_THROW(shoal::rpc(0, [] { return 1; }), shoal::usage_error);
   EXPECT_THROW(shoal::am::flush(), shoal::usage_error);
   EXPECT_THROW(shoal::am::barrier(), shoal::usage_error);
@@ -32,7 +32,7 @@ TEST(AmLifecycle, FinalizeDrainsAndReportsRpcResultsNeverTaken) {
   static int delivered = 0;
   delivered = 0;
   auto kept = shoal::rpc(right, [](int x) { return x; }, 1);  // never get()
-  shoal::async(right, [] { ++delivered; });                    // never flushed by the program
+  shoal::post(right, [] { ++delivered; });                    // never flushed by the program
   ::testing::internal::CaptureStderr();
   env.finalize();
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -42,7 +42,7 @@ TEST(AmLifecycle, FinalizeDrainsAndReportsRpcResultsNeverTaken) {
 
 TEST(AmLifecycle, FinalizeReportsUnhandledHandlerFailures) {
   shoal::environment env;
-  shoal::async((shoal::rank() + 1) % shoal::size(), [] { throw std::runtime_error("nobody asked"); });
+  shoal::post((shoal::rank() + 1) % shoal::size(), [] { throw std::runtime_error("nobody asked"); });
   ::testing::internal::CaptureStderr();
   env.finalize();
   const std::string err = ::testing::internal::GetCapturedStderr();

@@ -84,6 +84,24 @@ TEST(Progress, RemoteAtomicsCompleteWhileTheTargetComputes) {
   shoal::barrier();
 }
 
+// shoal::wait_until calls its condition until it holds, and keeps the rank making progress meanwhile: a word set by
+// the left neighbour with a remote atomic (applied by this rank's progress on the message path) ends the wait.
+TEST(Progress, WaitUntilCallsTheConditionUntilItHolds) {
+  int calls = 0;
+  shoal::wait_until([&] { return ++calls == 5; });
+  EXPECT_EQ(calls, 5);
+  shoal::wait_until([&] { return ++calls > 0; });
+  EXPECT_EQ(calls, 6) << "a condition that holds at once is called once";
+  auto words = shoal::allocate_collective<std::int64_t>(1);
+  *words[static_cast<std::size_t>(me())].local() = 0;
+  shoal::barrier();
+  shoal::atomic_store(words[static_cast<std::size_t>(right())], std::int64_t{me() + 1});
+  shoal::wait_until([&] { return shoal::atomic_load(words[static_cast<std::size_t>(me())]) != 0; });
+  EXPECT_EQ(shoal::atomic_load(words[static_cast<std::size_t>(me())]), left() + 1);
+  shoal::barrier();
+  shoal::deallocate(words[static_cast<std::size_t>(me())]);
+}
+
 TEST(GlobalPtr, ArithmeticComparisonNull) {
   shoal::global_ptr<int> null;
   EXPECT_TRUE(null.is_null());
@@ -379,6 +397,64 @@ TEST(Collectives, BroadcastAndAllgather) {
   ASSERT_EQ(all.size(), static_cast<std::size_t>(np()));
   for (int r = 0; r < np(); ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], r * 3);
   EXPECT_THROW((void)shoal::broadcast(1, np()), shoal::usage_error);
+}
+
+// A synchronized clock on `team`: team rank 0 is the reference; on rank 0's host the offset is exactly zero (one
+// monotonic clock, nothing estimated), and on one host so is the bound; the bound is the same everywhere; and stamps
+// taken before a barrier on any rank precede stamps taken after it on any rank, up to twice the bound (plus drift
+// across hosts).
+void check_clock(const shoal::synchronized_clock& clock, const shoal::team& team) {
+  const auto bounds = team.allgather(clock.error_bound_ns());
+  for (const auto b : bounds) EXPECT_EQ(b, clock.error_bound_ns());
+  EXPECT_GE(clock.error_bound_ns(), 0);
+  if (team.rank() == 0) {
+    EXPECT_EQ(clock.offset_ns(), 0);
+  }
+  if (team.node().from_world(team.to_world(0)) >= 0) {
+    EXPECT_EQ(clock.offset_ns(), 0) << "one host reads one monotonic clock";
+  }
+  if (team.size() == 1 || shoal::host_count() == 1) {
+    EXPECT_EQ(clock.error_bound_ns(), 0);
+  }
+  const std::uint64_t before = clock.now();
+  team.barrier();
+  const std::uint64_t after = clock.now();
+  EXPECT_GE(after, before);
+  const std::uint64_t latest_before = team.allreduce(before, shoal::op::max{});
+  const std::uint64_t earliest_after = team.allreduce(after, shoal::op::min{});
+  const std::uint64_t drift = shoal::host_count() > 1 ? 50'000 : 0;
+  EXPECT_LE(latest_before, earliest_after + 2 * static_cast<std::uint64_t>(clock.error_bound_ns()) + drift);
+}
+
+TEST(Clock, SynchronizedOnWorld) {
+  const shoal::synchronized_clock clock;
+  check_clock(clock, shoal::world());
+  const shoal::synchronized_clock few(3);
+  check_clock(few, shoal::world());
+}
+
+TEST(Clock, SynchronizedOnATeamNotRankContiguousAndOnOneRank) {
+  // Even and odd ranks, each in reverse order: team rank 0 is the highest world rank of each half.
+  const shoal::team half = shoal::world().split(me() % 2, -me());
+  const shoal::synchronized_clock clock(half);
+  check_clock(clock, half);
+  const shoal::team alone = shoal::world().split(me());
+  const shoal::synchronized_clock mine(4, alone);
+  check_clock(mine, alone);
+}
+
+TEST(Clock, BadRoundsAreUsageErrorsOnEveryRank) {
+  EXPECT_THROW(shoal::synchronized_clock(0), shoal::usage_error);
+  if (np() > 1) {
+    try {
+      shoal::synchronized_clock clock(1 + me());
+      ADD_FAILURE() << "different rounds on different ranks went unnoticed";
+    } catch (const shoal::usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find("same rounds"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(shoal::synchronized_clock(1, shoal::team()), shoal::usage_error);
+  shoal::barrier();
 }
 
 #if SHOAL_CHECKS >= 1

@@ -24,13 +24,16 @@ TEST(DArray, LayoutCoversEveryIndexOnce) {
     EXPECT_EQ(d.size(), n);
     std::size_t next = 0;
     for (int r = 0; r < np(); ++r) {
-      const auto range = d.local_range(r);
+      const auto range = d.owned_range(r);
       EXPECT_EQ(range.first, next);
       for (std::size_t i = range.first; i < range.last; ++i) EXPECT_EQ(d.owner(i), r);
       next = range.last;
     }
     EXPECT_EQ(next, n);
-    EXPECT_EQ(d.local_span().size(), d.local_range().size());
+    EXPECT_EQ(d.local_range().first, d.owned_range(me()).first);
+    EXPECT_EQ(d.local_size(), d.owned_range(me()).size());
+    EXPECT_EQ(d.local_span().size(), d.local_size());
+    EXPECT_EQ(shoal::allreduce(d.local_size(), shoal::op::sum{}), n);  // size() is the whole array
     for (int x : d.local_span()) EXPECT_EQ(x, 0);  // value-initialised
     shoal::barrier();
   }
@@ -45,7 +48,7 @@ TEST(DArray, SingleGetPutAcrossRanks) {
   shoal::barrier();
   bool ok = true;
   for (std::size_t i = 0; i < n; ++i) ok = ok && d.get(i) == static_cast<std::int64_t>(i * 3 + 1);
-  d.for_each_local([&](std::size_t i, std::int64_t& x) { ok = ok && x == static_cast<std::int64_t>(i * 3 + 1); });
+  d.local_for_each([&](std::size_t i, std::int64_t& x) { ok = ok && x == static_cast<std::int64_t>(i * 3 + 1); });
   EXPECT_TRUE(all_ranks(ok));
 }
 
@@ -62,7 +65,7 @@ TEST(DArray, RangesSpanRankBoundaries) {
   // Every rank reads windows centred on every block boundary.
   bool ok = true;
   for (int r = 1; r < np(); ++r) {
-    const std::size_t boundary = d.local_range(r).first;
+    const std::size_t boundary = d.owned_range(r).first;
     const std::size_t first = boundary >= 7 ? boundary - 7 : 0;
     std::vector<std::uint32_t> window(std::min<std::size_t>(15, n - first));
     d.get(first, window);
@@ -80,7 +83,7 @@ TEST(DArray, RangesSpanRankBoundaries) {
   }
   shoal::barrier();
   bool ok2 = true;
-  d.for_each_local([&](std::size_t i, std::uint32_t& x) { ok2 = ok2 && x == ((i >= 10 && i < n - 10) ? 1 : i + 5); });
+  d.local_for_each([&](std::size_t i, std::uint32_t& x) { ok2 = ok2 && x == ((i >= 10 && i < n - 10) ? 1 : i + 5); });
   EXPECT_TRUE(all_ranks(ok2));
 }
 

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -59,7 +61,7 @@ TYPED_TEST(dist_map_families, random_operations_match_an_oracle) {
       }
       case 4: ASSERT_EQ(m.contains(key), oracle.count(key) == 1); break;
       case 5: {  // fire and forget, then a find that must see it (same origin, same owner: FIFO)
-        m.async_insert_or_assign(shoal::ignore_result, key, value);
+        m.post_insert_or_assign(key, value);
         oracle.insert_or_assign(key, value);
         ASSERT_EQ(m.async_find(key).get(), std::optional<u64>(value));
         break;
@@ -130,14 +132,18 @@ TYPED_TEST(dist_map_families, multimap_random_operations_match_an_oracle) {
       case 0: {
         std::vector<u64> vs(1 + rng() % 8);  // CSE_Hash request sizes 1..8
         for (auto& v : vs) v = rng() % 1000;
-        ASSERT_EQ(m.insert(key, vs), vs.size());
+        if (vs.size() % 2 == 0) {
+          m.insert(key, vs);  // no capacity limit: all of them, no error
+        } else {
+          ASSERT_EQ(m.try_insert(key, vs), vs.size());
+        }
         auto& o = oracle[key];
         o.insert(o.end(), vs.begin(), vs.end());
         break;
       }
       case 1: {
         const u64 v = rng() % 1000;
-        m.async_insert(shoal::ignore_result, key, v);
+        m.post_insert(key, v);
         oracle[key].push_back(v);
         break;
       }
@@ -209,13 +215,13 @@ TEST(dist_map, capacity_limit_reports_exact_counts) {
   const bool all_full = shoal::allreduce(static_cast<int>(m.local_size() == capacity), shoal::op::min{}) == 1;
   ASSERT_TRUE(all_full);
   EXPECT_THROW(m.insert(key_of(me, 1000), 1), shoal::container_full);
-  m.async_insert(shoal::ignore_result, key_of(me, 1001), 1);
-  m.async_insert(shoal::ignore_result, key_of(me, 1002), 1);
+  m.post_insert(key_of(me, 1001), 1);
+  m.post_insert(key_of(me, 1002), 1);
   try {
     m.wait();
     ADD_FAILURE() << "wait() did not report the rejected inserts";
   } catch (const shoal::container_full& e) {
-    EXPECT_NE(std::string(e.what()).find("2 insert(s)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2 fire-and-forget insert(s)"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("capacity_per_rank"), std::string::npos);
   }
   m.flush();  // nobody erases (below) while another rank still expects every owner to be full
@@ -237,19 +243,41 @@ TEST(dist_map, capacity_limit_reports_exact_counts) {
   EXPECT_EQ(m.size(), expected - shoal::allreduce(static_cast<u64>(any_stored), shoal::op::sum{}));
 }
 
-TEST(dist_multimap, partial_insert_returns_how_many_values_went_in) {
+// try_insert stores what fits and returns the count (CSE_Hash's n in, count out); insert stores all or nothing and
+// throws container_full; post_insert reports what did not fit at wait(). One owner, capacity_per_rank = 5.
+TEST(dist_multimap, try_insert_stores_what_fits_and_insert_all_or_nothing) {
   shoal::dist_map_options options;
   options.capacity_per_rank = 5;
   shoal::dist_multimap<u64, int> m(options);
   if (shoal::rank() == 0) {
+    u64 other = 43;  // a second key on the owner of 42, so both share its capacity
+    while (m.owner(other) != m.owner(42)) ++other;
     const std::vector<int> eight{1, 2, 3, 4, 5, 6, 7, 8};
-    EXPECT_EQ(m.insert(42, eight), 5u);
-    EXPECT_EQ(m.insert(42, 9), 0u);
+    EXPECT_EQ(m.try_insert(42, eight), 5u);
+    EXPECT_EQ(m.try_insert(42, 9), 0u);
     EXPECT_EQ(m.find(42), (std::vector<int>{1, 2, 3, 4, 5}));
     EXPECT_EQ(m.erase(42), (std::vector<int>{1, 2, 3, 4, 5}));
-    EXPECT_EQ(m.insert(42, eight), 5u);
-    m.async_insert(shoal::ignore_result, 42, std::span<const int>(eight));
+    try {
+      m.insert(42, std::span<const int>(eight));
+      ADD_FAILURE() << "insert of 8 values under a capacity of 5 did not throw";
+    } catch (const shoal::container_full& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("8 value(s) do not fit"), std::string::npos) << what;
+      EXPECT_NE(what.find("try_insert"), std::string::npos) << what;
+    }
+    EXPECT_EQ(m.count(42), 0u);  // nothing stored
+    m.insert(42, std::span<const int>(eight.data(), 4));
+    EXPECT_THROW(m.insert(other, std::span<const int>(eight.data(), 2)), shoal::container_full);  // 4 + 2 > 5
+    EXPECT_EQ(m.count(other), 0u);
+    m.async_insert(other, 9).get();  // the fifth
+    EXPECT_THROW(m.async_insert(other, 10).get(), shoal::container_full);
+    EXPECT_EQ(m.find(42), (std::vector<int>{1, 2, 3, 4}));
+    EXPECT_EQ(m.find(other), (std::vector<int>{9}));
+    EXPECT_EQ(m.erase(other), (std::vector<int>{9}));
+    EXPECT_EQ(m.async_try_insert(42, std::span<const int>(eight)).get(), 1u);  // {1, 2, 3, 4, 1}
+    m.post_insert(42, std::span<const int>(eight));
     EXPECT_THROW(m.wait(), shoal::container_full);
+    EXPECT_EQ(m.find(42), (std::vector<int>{1, 2, 3, 4, 1}));
   }
   m.flush();
   EXPECT_EQ(m.size(), 5u);
@@ -274,7 +302,7 @@ TEST(dist_map, service_layout_servers_answer_clients) {
       const std::string key = "client" + std::to_string(me) + "/" + std::to_string(rng() % 50);
       if (rng() % 3 != 0) {
         const u64 v = rng();
-        store.async_insert(shoal::ignore_result, key, v);
+        store.post_insert(key, v);
         oracle[key].push_back(v);
         ++put;
       } else {
@@ -295,7 +323,7 @@ TEST(dist_map, grows_under_concurrent_load) {
   shoal::dist_map<u64, u64, shoal::local::linear> m;
   const int me = shoal::rank();
   const u64 n = static_cast<u64>(shoal::testing::round_trips(20000));
-  for (u64 k = 0; k < n; ++k) m.async_insert(shoal::ignore_result, key_of(me, k), k * 7);
+  for (u64 k = 0; k < n; ++k) m.post_insert(key_of(me, k), k * 7);
   m.flush();
   EXPECT_EQ(m.size(), n * static_cast<u64>(shoal::size()));
   std::vector<u64> keys;
@@ -332,7 +360,7 @@ TEST(dist_map, blocking_factor_and_cyclic_placement) {
   if (shoal::rank() == 0) {
     for (u64 r = 0; r < 200; ++r) {
       const std::vector<double> row{static_cast<double>(r), 0.5};
-      rows.async_insert(shoal::ignore_result, r, std::span<const double>(row));
+      rows.post_insert(r, std::span<const double>(row));
     }
   }
   rows.flush();
@@ -346,6 +374,44 @@ TEST(dist_map, blocking_factor_and_cyclic_placement) {
   shoal::dist_map_options bad;
   bad.placement = shoal::key_placement::cyclic;
   EXPECT_THROW((shoal::dist_map<std::string, int>(bad)), shoal::usage_error);
+}
+
+TEST(dist_map, bad_options_are_rejected_naming_the_field) {
+  const int np = shoal::size();
+  auto rejects = [](const shoal::dist_map_options& o, const std::string& says) {
+    try {
+      shoal::dist_multimap<u64, u64> m(o);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const shoal::usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  shoal::dist_map_options o;
+  o.servers = {np};
+  rejects(o, "dist_map_options::servers must be distinct team ranks in 0.." + std::to_string(np - 1) + " (got rank " +
+                 std::to_string(np) + ")");
+  o.servers = {-1};
+  rejects(o, "(got rank -1)");
+  o.servers = {0, 0};
+  rejects(o, "dist_map_options::servers must be distinct team ranks in 0.." + std::to_string(np - 1) +
+                 " (got rank 0 twice)");
+  o.servers = {};
+  o.placement = static_cast<shoal::key_placement>(9);
+  rejects(o, "dist_map_options::placement must be key_placement::hashed or key_placement::cyclic (got 9)");
+  shoal::dist_map_options cyclic;
+  cyclic.placement = shoal::key_placement::cyclic;
+  try {
+    shoal::dist_map<std::string, int> m(cyclic);
+    ADD_FAILURE() << "cyclic placement of string keys accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("shoal::dist_map: dist_map_options::placement = key_placement::cyclic needs an "
+                                         "integral key type"),
+              std::string::npos)
+        << e.what();
+  }
+  shoal::dist_map<u64, u64> good;  // the team is still usable
+  good.insert(key_of(shoal::rank(), 1), 1);
+  EXPECT_EQ(good.size(), static_cast<std::size_t>(np));
 }
 
 TEST(dist_map, errors_at_the_owner_come_back) {
@@ -364,9 +430,42 @@ TEST(dist_map, errors_at_the_owner_come_back) {
   }
   const u64 remote_key = key_of(me, 2);
   m.insert(remote_key, 1);
-  m.async_update(shoal::ignore_result, remote_key, thrower);
+  m.post_update(remote_key, thrower);
   EXPECT_THROW(m.wait(), shoal::error);
   m.flush();
+}
+
+// Every fire-and-forget form (post_*) of both maps: no result, complete once wait() returns, exact end state.
+TEST(dist_map, post_forms_complete_at_wait) {
+  const int me = shoal::rank();
+  shoal::dist_map<u64, u64> m;
+  for (u64 k = 0; k < 6; ++k) m.post_insert(key_of(me, k), 10 + k);  // 0..5 -> 10..15
+  m.post_insert(key_of(me, 0), 99);                                  // present: unchanged
+  m.post_insert_or_assign(key_of(me, 1), 21);                        // assigned
+  m.post_insert_or_assign(key_of(me, 6), 16);                        // inserted
+  auto keep_min = [](u64& stored, u64 v) { stored = std::min(stored, v); };
+  m.post_insert_or_update(key_of(me, 2), 2, keep_min);               // 12 -> 2
+  m.post_insert_or_update(key_of(me, 7), 17, keep_min);              // inserted
+  m.post_update(key_of(me, 3), [](u64& v, u64 add) { v += add; }, u64{100});  // 13 -> 113
+  m.post_update(key_of(me, 8), [](u64& v) { v = 0; });               // absent: nothing
+  m.post_erase(key_of(me, 4));
+  m.wait();
+  const std::vector<std::optional<u64>> expect = {10, 21, 2, 113, std::nullopt, 15, 16, 17, std::nullopt};
+  for (u64 k = 0; k < expect.size(); ++k) EXPECT_EQ(m.find(key_of(me, k)), expect[k]) << "key " << k;
+  EXPECT_EQ(m.size(), 7u * static_cast<std::size_t>(shoal::size()));
+
+  shoal::dist_multimap<u64, u64> mm;
+  const std::vector<u64> three = {1, 2, 3};
+  mm.post_insert(key_of(me, 0), std::span<const u64>(three));
+  mm.post_insert(key_of(me, 0), u64{4});
+  mm.post_insert(key_of(me, 1), u64{5});
+  mm.post_erase(key_of(me, 1));
+  mm.post_update(key_of(me, 0), [](std::vector<u64>& vs) { vs.erase(vs.begin()); });
+  mm.wait();
+  EXPECT_EQ(mm.find(key_of(me, 0)), (std::vector<u64>{2, 3, 4}));
+  EXPECT_FALSE(mm.contains(key_of(me, 1)));
+  EXPECT_EQ(mm.size(), 3u * static_cast<std::size_t>(shoal::size()));  // key-value pairs, as unordered_multimap
+  mm.flush();
 }
 
 }  // namespace

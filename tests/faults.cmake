@@ -1,7 +1,8 @@
-# Faults (docs/testing.md, "Faults"). The fault mode of the active-message layer (SHOAL_FAULTS) runs as the faults@3
-# variants of the am, dist_map, ordered_map and history tests (their own .cmake files). Here: a rank that dies in the
-# middle of a collective phase (std::abort, or _exit with status 3) must make the job stop with an error within the
-# time limit, never hang.
+# Faults (docs/testing.md, "Faults"). The fault mode (SHOAL_FAULTS: delayed, reordered deliveries on both message
+# channels) runs as the faults@3 variants in the containers' own .cmake files: am, dist_map, ordered_map on active
+# messages; core, darray, hash_map, hash_map_buffer, bloom_filter, queues, relaxed_queue and the histories on
+# owner-applied messages (SHOAL_FORCE_MESSAGES=1). Here: a rank that dies in the middle of a collective phase
+# (std::abort, or _exit with status 3) must make the job stop with an error within the time limit, never hang.
 add_executable(rank_death_test rank_death_main.cpp)
 target_link_libraries(rank_death_test PRIVATE shoal::shoal)
 foreach(how abort exit)
@@ -11,3 +12,7 @@ foreach(how abort exit)
   set_tests_properties(rank_death.${how}.np3 PROPERTIES TIMEOUT 90 PROCESSORS 2 LABELS faults
                        ENVIRONMENT "${SHOAL_TEST_ENV}" PASS_REGULAR_EXPRESSION "stopped with status")
 endforeach()
+# The fault mode itself (include/shoal/core/detail/faults.hpp): parsing and the scheduler at one rank; at 3 ranks on
+# the owner-applied message path, that requests and replies are really held back and reordered, per-origin order kept.
+shoal_add_mpi_test(fault_mode SOURCES fault_mode_test.cpp RANKS 1 TIMEOUT 60
+                   VARIANTS "messages@3:SHOAL_FORCE_MESSAGES=1,SHOAL_FAULTS=delay:1")

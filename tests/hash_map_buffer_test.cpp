@@ -17,7 +17,9 @@ TEST(HashMapBuffer, EveryBufferedInsertIsFoundAfterFlush) {
   const int n = 5000;
   shoal::hash_map<std::uint64_t, std::uint64_t> m(static_cast<std::size_t>(n * np()) * 2);
   shoal::hash_map_buffer buffer(m);
-  for (int i = 0; i < n; ++i) buffer.insert(static_cast<std::uint64_t>(me()) * n + i, static_cast<std::uint64_t>(i));
+  for (int i = 0; i < n; ++i) {
+    buffer.post_insert(static_cast<std::uint64_t>(me()) * n + i, static_cast<std::uint64_t>(i));
+  }
   EXPECT_EQ(buffer.flush(), static_cast<std::size_t>(n * np()));
   const int stride = n / shoal::testing::scaled(400);  // every 12th key, every 250th under MPICH oversubscription
   for (int r = 0; r < np(); ++r) {
@@ -29,7 +31,7 @@ TEST(HashMapBuffer, EveryBufferedInsertIsFoundAfterFlush) {
   EXPECT_EQ(buffer.flush(), 0u) << "an empty flush inserts nothing";
 }
 
-// Rule: records apply in (source rank, issue order); insert keeps the first, insert_or_assign the last.
+// Rule: records apply in (source rank, issue order); post_insert keeps the first, post_insert_or_assign the last.
 TEST(HashMapBuffer, DuplicatesFollowTheDocumentedOrder) {
   const int repeats = 50;
   shoal::hash_map_buffer_options small;
@@ -38,16 +40,17 @@ TEST(HashMapBuffer, DuplicatesFollowTheDocumentedOrder) {
   shoal::hash_map<int, int> m(4096);
   shoal::hash_map_buffer buffer(m, small);
   for (int i = 0; i < repeats; ++i) {
-    buffer.insert(1, me() * 1000 + i);
-    buffer.insert_or_assign(2, me() * 1000 + i);
-    buffer.insert(100 + i, me());
+    buffer.post_insert(1, me() * 1000 + i);
+    buffer.post_insert_or_assign(2, me() * 1000 + i);
+    buffer.post_insert(100 + i, me());
   }
   if (me() == np() - 1) m.insert(3, -1);  // already present before the flush: insert keeps it
   shoal::barrier();
-  buffer.insert(3, me());
+  buffer.post_insert(3, me());
   buffer.flush();
-  EXPECT_EQ(m.find(1), 0) << "insert: the first record (rank 0, its first call) wins";
-  EXPECT_EQ(m.find(2), (np() - 1) * 1000 + repeats - 1) << "insert_or_assign: the last (highest rank, latest call)";
+  EXPECT_EQ(m.find(1), 0) << "post_insert: the first record (rank 0, its first call) wins";
+  EXPECT_EQ(m.find(2), (np() - 1) * 1000 + repeats - 1)
+      << "post_insert_or_assign: the last (highest rank, latest call)";
   EXPECT_EQ(m.find(3), -1);
   for (int i = 0; i < repeats; ++i) EXPECT_EQ(m.find(100 + i), 0);
   shoal::barrier();
@@ -58,8 +61,10 @@ TEST(HashMapBuffer, StringsAndOversizedRecords) {
   shoal::hash_map_buffer_options opts;
   opts.message_bytes = 512;
   shoal::hash_map_buffer buffer(m, opts);
-  for (int i = 0; i < 100; ++i) buffer.insert("k" + std::to_string(me()) + "_" + std::to_string(i), std::string(i, 'v'));
-  EXPECT_THROW(buffer.insert("big", std::string(2000, 'x')), shoal::usage_error);
+  for (int i = 0; i < 100; ++i) {
+    buffer.post_insert("k" + std::to_string(me()) + "_" + std::to_string(i), std::string(i, 'v'));
+  }
+  EXPECT_THROW(buffer.post_insert("big", std::string(2000, 'x')), shoal::usage_error);
   EXPECT_EQ(buffer.flush(), static_cast<std::size_t>(100 * np()));
   for (int r = 0; r < np(); ++r) {
     for (int i = 0; i < 100; i += 9) EXPECT_EQ(m.find("k" + std::to_string(r) + "_" + std::to_string(i)), std::string(i, 'v'));
@@ -67,10 +72,32 @@ TEST(HashMapBuffer, StringsAndOversizedRecords) {
   shoal::barrier();
 }
 
+TEST(HashMapBuffer, OptionsOutOfRangeNameTheField) {
+  shoal::hash_map<int, int> m(16 * static_cast<std::size_t>(np()));
+  shoal::hash_map_buffer_options opts;
+  opts.message_bytes = 0;
+  try {
+    shoal::hash_map_buffer buffer(m, opts);
+    ADD_FAILURE() << "message_bytes 0 accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_EQ(std::string(e.what()), "shoal::hash_map_buffer_options::message_bytes must be in [1, 2^31) bytes (got 0)");
+  }
+  opts = {};
+  opts.mailbox_messages = std::size_t{1} << 40;
+  try {
+    shoal::hash_map_buffer buffer(m, opts);
+    ADD_FAILURE() << "2^40 mailbox messages accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "shoal::hash_map_buffer_options::mailbox_messages must be in [1, 2^31) (got 1099511627776)");
+  }
+  shoal::barrier();
+}
+
 TEST(HashMapBuffer, FullTableIsReportedByFlush) {
   shoal::hash_map<int, int> m(static_cast<std::size_t>(np()) * 4);
   shoal::hash_map_buffer buffer(m);
-  for (int i = 0; i < 100; ++i) buffer.insert(me() * 100 + i, i);
+  for (int i = 0; i < 100; ++i) buffer.post_insert(me() * 100 + i, i);
   // Every rank raises, also those whose own block had room: flush is collective and so is its failure.
   EXPECT_THROW(buffer.flush(), shoal::container_full);
   EXPECT_EQ(m.size(), static_cast<std::size_t>(np()) * 4) << "the records that fitted are in the table";

@@ -271,6 +271,27 @@ TEST(HashMap, FixedInlineStringsAndCerealTypes) {
   shoal::barrier();
 }
 
+TEST(HashMap, ExplicitBlobStoresEvenATriviallyCopyableValueOutOfLine) {
+  // shoal::blob<T> (containers/storage.hpp) chooses the variable-length representation even where T would be inline.
+  using map_type = shoal::hash_map<int, shoal::blob<std::uint64_t>>;
+  static_assert(std::is_same_v<map_type::mapped_type, std::uint64_t>);
+  static_assert(map_type::uses_blobs);
+  static_assert(!shoal::hash_map<int, std::uint64_t>::uses_blobs);
+  const auto baseline = shoal::heap_in_use();
+  {
+    map_type m(16 * static_cast<std::size_t>(np()));
+    const auto before = shoal::heap_in_use();
+    EXPECT_TRUE(m.insert(me(), 1000 + static_cast<std::uint64_t>(me())));
+    EXPECT_GT(shoal::heap_in_use(), before) << "the value went into a blob in this rank's heap";
+    shoal::barrier();
+    for (int r = 0; r < np(); ++r) {
+      EXPECT_EQ(m.find(r), std::optional<std::uint64_t>(1000 + static_cast<std::uint64_t>(r)));
+    }
+    EXPECT_EQ(m.size(), static_cast<std::size_t>(np()));
+  }
+  EXPECT_EQ(shoal::heap_in_use(), baseline);
+}
+
 TEST(HashMap, LocalInsertPromiseMatchesAtomicInsert) {
   const int n = scaled(200);
   shoal::hash_map<std::uint64_t, std::uint64_t> atomic(static_cast<std::size_t>(n * np()) * 2);

@@ -1,6 +1,6 @@
 // Checked histories of the FIFO queues: circular_queue under promise::any (pushes and pops at once), fast_queue
 // under its phase contract (a phase of pushes, a barrier, a phase of pops) and the strict linked-list queue
-// (detail::linked_fifo_queue, relaxed_queue's baseline). Each round starts with an empty queue, runs one phase of
+// (bench/linked_fifo_queue.hpp, relaxed_queue's baseline in shoal-bench). Each round starts with an empty queue, runs one phase of
 // operations from every rank and ends with every rank popping until the queue is empty; a round is one segment of
 // the history (the operation key), checked against a sequential FIFO queue on rank 0. Values are unique.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <random>
 #include <string>
 
+#include "linked_fifo_queue.hpp"  // bench/
 #include "shoal/containers/circular_queue.hpp"
-#include "shoal/containers/detail/linked_fifo_queue.hpp"
 #include "shoal/containers/fast_queue.hpp"
 #include "shoal_test.hpp"
 #include "support/checked_history.hpp"
@@ -30,7 +30,11 @@ enum class first_phase { pushes_and_pops, pushes_only };
 int ops_per_round(first_phase phase) { return (phase == first_phase::pushes_only ? 16 : 60) / shoal::size(); }
 int rounds(first_phase phase) { return std::max(2, shoal::testing::scaled(2000) / ops_per_round(phase)); }
 
-// Runs the rounds: `push(v)` -> bool (pushed), `pop()` -> std::optional<std::int64_t>.
+// Search budget of the FIFO checks: on a loaded machine (oversubscribed ranks, fault delays) more pushes overlap and
+// the default 5M steps were seen to end `undecided` (never a violation); 4x that bounds time and the memo's memory.
+constexpr std::size_t fifo_search_steps = 20'000'000;
+
+// Runs the rounds: `push(v)` -> bool (a try_push), `pop()` -> std::optional<std::int64_t> (a try_pop).
 template <class Push, class Pop>
 void run_rounds(recorder& rec, first_phase phase, Push push, Pop pop) {
   std::mt19937_64 rng(0x9e0 + static_cast<unsigned>(shoal::rank()));
@@ -66,9 +70,10 @@ TEST(History, CircularQueueIsALinearizableFifo) {
   recorder rec;
   shoal::barrier();
   run_rounds(
-      rec, first_phase::pushes_and_pops, [&](std::int64_t v) { return q.push(v); },
-      [&]() -> std::optional<std::int64_t> { return q.pop(); });
-  expect_history(rec, fifo_model{}, "circular_queue (promise::any), " + ranks());
+      rec, first_phase::pushes_and_pops, [&](std::int64_t v) { return q.try_push(v); },
+      [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
+  expect_history(rec, fifo_model{}, "circular_queue (promise::any), " + ranks(), promise_kind::linearizable,
+                 fifo_search_steps);
   shoal::barrier();
 }
 
@@ -77,21 +82,23 @@ TEST(History, FastQueueIsALinearizableFifoUnderItsPhaseContract) {
   recorder rec;
   shoal::barrier();
   run_rounds(
-      rec, first_phase::pushes_only, [&](std::int64_t v) { return q.push(v); },
-      [&]() -> std::optional<std::int64_t> { return q.pop(); });
-  expect_history(rec, fifo_model{}, "fast_queue (push phase, pop phase), " + ranks());
+      rec, first_phase::pushes_only, [&](std::int64_t v) { return q.try_push(v); },
+      [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
+  expect_history(rec, fifo_model{}, "fast_queue (push phase, pop phase), " + ranks(), promise_kind::linearizable,
+                 fifo_search_steps);
   shoal::barrier();
 }
 
 TEST(History, StrictLinkedQueueIsALinearizableFifo) {
-  shoal::detail::linked_fifo_queue<std::int64_t> q(static_cast<std::size_t>(rounds(first_phase::pushes_and_pops) * ops_per_round(first_phase::pushes_and_pops)));
+  shoal::bench::linked_fifo_queue<std::int64_t> q(static_cast<std::size_t>(rounds(first_phase::pushes_and_pops) * ops_per_round(first_phase::pushes_and_pops)));
   recorder rec;
   shoal::barrier();
   run_rounds(
       rec, first_phase::pushes_and_pops,
-      [&](std::int64_t v) { return q.push(v) == shoal::relaxed::push_result::pushed; },
+      [&](std::int64_t v) { return q.try_push(v); },
       [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
-  expect_history(rec, fifo_model{}, "linked_fifo_queue, " + ranks());
+  expect_history(rec, fifo_model{}, "linked_fifo_queue, " + ranks(), promise_kind::linearizable,
+                 fifo_search_steps);
   shoal::barrier();
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <string>
 #include <tuple>
 
 #include "ordered_map_sim.hpp"
@@ -16,10 +17,12 @@ namespace {
 
 using shoal::consistency;
 using shoal::ordered_map_options;
-using shoal::detail::ordered_map::op_kind;
-using shoal::detail::ordered_map::op_result;
-using shoal::detail::ordered_map::op_spec;
-using shoal::detail::ordered_map::status;
+using op_kind = shoal::ordered_map_op;
+using status = shoal::ordered_map_status;
+template <class K, class V>
+using op_result = shoal::ordered_map_operation_result<K, V>;
+template <class K, class V>
+using op_spec = shoal::ordered_map_operation<K, V>;
 using sim = shoal::testing::simulated_service<long, long>;
 
 ordered_map_options small_options(consistency c) {
@@ -475,6 +478,36 @@ TEST(KeyBox, ParsesThePaperSyntaxAndRejectsMistakes) {
   }
   EXPECT_THROW((b.check_for<std::tuple<int, int>>()), shoal::usage_error);
   EXPECT_THROW((shoal::key_box::parse("300.1").check_for<std::tuple<std::int8_t, int>>()), shoal::usage_error);
+}
+
+TEST(OrderedMapOptions, ValidateNamesTheFieldAndItsRange) {
+  EXPECT_NO_THROW(ordered_map_options{}.validate());
+  EXPECT_NO_THROW(small_options(consistency::none).validate());
+  auto rejects = [](ordered_map_options o, const std::string& says) {
+    try {
+      o.validate();
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const shoal::usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  auto with = [](auto change) {
+    ordered_map_options o;
+    change(o);
+    return o;
+  };
+  rejects(with([](auto& o) { o.semantics = static_cast<consistency>(7); }),
+          "ordered_map_options::semantics must be total_order, sequential or none (got 7)");
+  rejects(with([](auto& o) { o.granularity = 1; }), "ordered_map_options::granularity must be at least 2 (got 1)");
+  rejects(with([](auto& o) { o.tower_p = 1.0; }), "ordered_map_options::tower_p must be in (0, 1)");
+  rejects(with([](auto& o) { o.tower_p = 0.0; }), "ordered_map_options::tower_p must be in (0, 1)");
+  rejects(with([](auto& o) { o.max_height = 0; }), "ordered_map_options::max_height must be in 1..64 (got 0)");
+  rejects(with([](auto& o) { o.max_height = 65; }), "ordered_map_options::max_height must be in 1..64 (got 65)");
+  rejects(with([](auto& o) { o.nodes_per_rank = 0; }), "ordered_map_options::nodes_per_rank must be in 1..4294967295");
+  rejects(with([](auto& o) { o.window_min = 0; }), "ordered_map_options::window_min must be at least 1 (got 0)");
+  rejects(with([](auto& o) { o.window_max = 2; }), "ordered_map_options::window_max must be at least window_min = 4");
+  rejects(with([](auto& o) { o.window = 2; }), "ordered_map_options::window must be in [window_min, window_max] = [4, 1024] (got 2)");
+  rejects(with([](auto& o) { o.window = 2048; }), "ordered_map_options::window must be in [window_min, window_max]");
 }
 
 TEST(SkipListNode, LocalOperationsAndSplitHalves) {

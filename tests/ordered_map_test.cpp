@@ -5,6 +5,7 @@
 
 #include <map>
 #include <random>
+#include <string>
 #include <tuple>
 
 #include "shoal/containers/ordered_map.hpp"
@@ -15,8 +16,10 @@ namespace {
 using shoal::consistency;
 using shoal::ordered_map;
 using shoal::ordered_map_options;
-using op_kind = shoal::detail::ordered_map::op_kind;
-using status = shoal::detail::ordered_map::status;
+using op_kind = shoal::ordered_map_op;
+using status = shoal::ordered_map_status;
+using operation = shoal::ordered_map<long, long>::operation;
+using operation_result = shoal::ordered_map<long, long>::operation_result;
 
 ordered_map_options small(consistency c) {
   ordered_map_options o;
@@ -82,8 +85,8 @@ record replay(std::map<long, long>& m, record r) {
   return r;
 }
 
-record flatten(int rank, int index, const shoal::detail::ordered_map::op_spec<long, long>& s,
-               const shoal::detail::ordered_map::op_result<long, long>& res) {
+record flatten(int rank, int index, const operation& s,
+               const operation_result& res) {
   record r{};
   r.stamp = res.head_stamp;
   r.rank = rank;
@@ -101,11 +104,11 @@ record flatten(int rank, int index, const shoal::detail::ordered_map::op_spec<lo
   return r;
 }
 
-shoal::detail::ordered_map::op_spec<long, long> random_op(std::mt19937_64& rng, long keyspace, int own_rank, int ranks) {
+operation random_op(std::mt19937_64& rng, long keyspace, int own_rank, int ranks) {
   std::uniform_int_distribution<long> key(0, keyspace - 1);
   long k = key(rng);
   if (own_rank >= 0) k = k - (k % ranks) + own_rank;
-  shoal::detail::ordered_map::op_spec<long, long> s;
+  operation s;
   s.key = k;
   const int kind = std::uniform_int_distribution<int>(0, 99)(rng);
   if (kind < 35) s.op = op_kind::insert, s.value = k * 10 + 1;
@@ -139,8 +142,8 @@ TEST(OrderedMap, TotalOrderResultsEqualASequentialReplayInHeadOrder) {
   ordered_map<long, long> m(o);
   std::mt19937_64 rng(17 + static_cast<std::uint64_t>(shoal::rank()));
   const int n = shoal::testing::scaled(300);
-  std::vector<shoal::detail::ordered_map::op_spec<long, long>> specs;
-  std::vector<shoal::future<shoal::detail::ordered_map::op_result<long, long>>> futures;
+  std::vector<operation> specs;
+  std::vector<shoal::future<operation_result>> futures;
   for (int i = 0; i < n; ++i) {
     specs.push_back(random_op(rng, 150, -1, shoal::size()));
     futures.push_back(m.async_operation(specs.back()));
@@ -166,8 +169,8 @@ TEST(OrderedMap, SequentialConsistencyAnswersEachRankInIssueOrder) {
   ordered_map<long, long> m(small(consistency::sequential));
   std::mt19937_64 rng(29 + static_cast<std::uint64_t>(shoal::rank()));
   const int n = shoal::testing::scaled(300);
-  std::vector<shoal::detail::ordered_map::op_spec<long, long>> specs;
-  std::vector<shoal::future<shoal::detail::ordered_map::op_result<long, long>>> futures;
+  std::vector<operation> specs;
+  std::vector<shoal::future<operation_result>> futures;
   bool in_order = true;
   auto check_ready_prefix = [&] {
     // From the last to the first: once a later future was seen ready, every earlier one must be ready too.
@@ -265,12 +268,28 @@ TEST(OrderedMap, ListFullIsAClearErrorAndKeepsEverythingElse) {
   EXPECT_EQ(size, static_cast<std::size_t>(shoal::allreduce(inserted, shoal::op::sum{})));
 }
 
+TEST(OrderedMap, BadOptionsAreRejectedOnEveryRankNamingTheField) {
+  auto o = small(consistency::sequential);
+  o.granularity = 1;
+  try {
+    ordered_map<long, long> m(o);
+    ADD_FAILURE() << "granularity 1 accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ordered_map_options::granularity must be at least 2 (got 1)"),
+              std::string::npos)
+        << e.what();
+  }
+  ordered_map<long, long> good(small(consistency::sequential));  // the team is still usable
+  EXPECT_TRUE(good.insert(shoal::rank(), 1));
+  EXPECT_EQ(good.size(), static_cast<std::size_t>(shoal::size()));
+}
+
 TEST(OrderedMap, StaleShortcutsFailOverToTheHead) {
   ordered_map<long, long> m(small(consistency::sequential));
   for (long k = shoal::rank(); k < 200; k += shoal::size()) m.async_insert(k, k + 1);
   m.barrier();
-  m.post_shortcut(50, {0, 99999, 0}, 4);
-  m.post_shortcut(120, {shoal::size() - 1, 0, 41}, 4);
+  m.local_add_shortcut(50, {0, 99999, 0}, 4);
+  m.local_add_shortcut(120, {shoal::size() - 1, 0, 41}, 4);
   EXPECT_EQ(m.find(50), std::optional<long>(51));
   EXPECT_EQ(m.find(130), std::optional<long>(131));
   EXPECT_EQ(m.range(120, 125).size(), 6u);

@@ -39,7 +39,7 @@ class exactly_once {
   bool verify() {
     shoal::barrier();
     bool ok = true;
-    seen_.for_each_local([&](std::size_t i, value& count) {
+    seen_.local_for_each([&](std::size_t i, value& count) {
       if (std::atomic_ref<value>(count).load() != 1) {
         ADD_FAILURE() << "value " << i << " popped " << count << " times";
         ok = false;
@@ -59,6 +59,40 @@ std::vector<value> values_of(int rank, std::size_t per_rank) {
   return v;
 }
 
+/// push (not try_push) on a full queue: container_full naming the capacity and try_push, nothing written; the values
+/// that fit are all there, in order. Shared by both hosted queues, with the promises of their push and pop phases.
+template <class Queue>
+void check_throwing_push(shoal::concurrency pushes, shoal::concurrency pops) {
+  constexpr std::size_t capacity = 5;
+  Queue q(np() - 1, capacity);
+  if (me() == 0) {
+    q.push(values_of(0, 3), pushes);  // 0, 1, 2
+    q.push(value{3}, pushes);
+    const std::vector<value> two = {100, 101};
+    try {
+      q.push(two, pushes);  // 4 + 2 > 5: nothing written
+      ADD_FAILURE() << "push into a full queue did not throw";
+    } catch (const shoal::container_full& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("::push: 2 value(s) do not fit"), std::string::npos) << what;
+      EXPECT_NE(what.find("capacity 5"), std::string::npos) << what;
+      EXPECT_NE(what.find("try_push"), std::string::npos) << what;
+    }
+    q.push(std::span<const value>(two.data(), 1), pushes);  // exactly fits
+    EXPECT_THROW(q.push(value{7}, pushes), shoal::container_full);
+  }
+  shoal::barrier();
+  EXPECT_EQ(q.size(), capacity);
+  shoal::barrier();
+  if (me() == 0) {
+    std::vector<value> all;
+    EXPECT_EQ(q.try_pop(all, 100, pops), capacity);
+    EXPECT_EQ(all, (std::vector<value>{0, 1, 2, 3, 100}));
+  }
+  shoal::barrier();
+  EXPECT_TRUE(q.empty());
+}
+
 // ---- fast_queue -------------------------------------------------------------------------------------------------
 
 TEST(FastQueue, PushPhaseThenPopPhaseEveryValueOnce) {
@@ -69,10 +103,10 @@ TEST(FastQueue, PushPhaseThenPopPhaseEveryValueOnce) {
     auto mine = values_of(me(), per_rank);
     // Half one by one, half as vectors of 7.
     std::size_t i = 0;
-    for (; i < per_rank / 2; ++i) ASSERT_TRUE(q.push(mine[i]));
+    for (; i < per_rank / 2; ++i) ASSERT_TRUE(q.try_push(mine[i]));
     for (; i < per_rank; i += 7) {
       const std::size_t n = std::min<std::size_t>(7, per_rank - i);
-      ASSERT_TRUE(q.push(std::span<const value>(mine.data() + i, n)));
+      ASSERT_TRUE(q.try_push(std::span<const value>(mine.data() + i, n)));
     }
     shoal::barrier();
     EXPECT_EQ(q.size(), per_rank * static_cast<std::size_t>(np()));
@@ -81,10 +115,10 @@ TEST(FastQueue, PushPhaseThenPopPhaseEveryValueOnce) {
     std::vector<value> got;
     for (;;) {
       if (got.size() % 3 == 0) {
-        auto v = q.pop();
+        auto v = q.try_pop();
         if (!v) break;
         got.push_back(*v);
-      } else if (q.pop(got, 5) == 0) {
+      } else if (q.try_pop(got, 5) == 0) {
         break;
       }
     }
@@ -100,22 +134,26 @@ TEST(FastQueue, FullQueueWritesNothingAndReportsFalse) {
   shoal::fast_queue<value> q(np() - 1, capacity);
   if (me() == 0) {
     auto v = values_of(0, capacity);
-    ASSERT_TRUE(q.push(std::span<const value>(v.data(), 6)));
+    ASSERT_TRUE(q.try_push(std::span<const value>(v.data(), 6)));
     std::vector<value> five = {100, 101, 102, 103, 104};
-    EXPECT_FALSE(q.push(five));  // 6 + 5 > 10: nothing written
-    ASSERT_TRUE(q.push(std::span<const value>(v.data() + 6, 4)));
-    EXPECT_FALSE(q.push(value{999}));
+    EXPECT_FALSE(q.try_push(five));  // 6 + 5 > 10: nothing written
+    ASSERT_TRUE(q.try_push(std::span<const value>(v.data() + 6, 4)));
+    EXPECT_FALSE(q.try_push(value{999}));
   }
   shoal::barrier();
   EXPECT_EQ(q.size(), capacity);
   shoal::barrier();
   if (me() == 0) {
     std::vector<value> all;
-    EXPECT_EQ(q.pop(all, 100), capacity);
+    EXPECT_EQ(q.try_pop(all, 100), capacity);
     EXPECT_EQ(all, values_of(0, capacity));
-    EXPECT_FALSE(q.pop().has_value());
+    EXPECT_FALSE(q.try_pop().has_value());
   }
   shoal::barrier();
+}
+
+TEST(FastQueue, PushThrowsContainerFullAndWritesNothing) {
+  check_throwing_push<shoal::fast_queue<value>>(shoal::promise::push, shoal::promise::pop);
 }
 
 TEST(FastQueue, ConcurrentPushesToAFullQueueFillItExactly) {
@@ -123,7 +161,7 @@ TEST(FastQueue, ConcurrentPushesToAFullQueueFillItExactly) {
   shoal::fast_queue<value> q(0, capacity);
   std::size_t pushed = 0;
   const auto mine = values_of(me(), capacity);
-  while (pushed < capacity && q.push(mine[pushed])) ++pushed;
+  while (pushed < capacity && q.try_push(mine[pushed])) ++pushed;
   const auto total = shoal::allreduce(pushed, shoal::op::sum{});
   EXPECT_EQ(total, capacity);
   EXPECT_EQ(q.size(), capacity);
@@ -132,17 +170,17 @@ TEST(FastQueue, ConcurrentPushesToAFullQueueFillItExactly) {
 
 TEST(FastQueue, EmptyQueuePopsNothingAndStaysUsable) {
   shoal::fast_queue<value> q(np() - 1, 4);
-  EXPECT_FALSE(q.pop().has_value());
+  EXPECT_FALSE(q.try_pop().has_value());
   std::vector<value> out = {42};
-  EXPECT_EQ(q.pop(out, 3), 0u);
+  EXPECT_EQ(q.try_pop(out, 3), 0u);
   EXPECT_EQ(out, std::vector<value>{42});
   shoal::barrier();  // size() is exact between phases: other ranks' failed claims are handed back by now
   EXPECT_TRUE(q.empty());
   shoal::barrier();
-  if (me() == 0) { ASSERT_TRUE(q.push(value{7})); }
+  if (me() == 0) { ASSERT_TRUE(q.try_push(value{7})); }
   shoal::barrier();
   if (me() == 0) {
-    EXPECT_EQ(q.pop(), std::optional<value>(7));
+    EXPECT_EQ(q.try_pop(), std::optional<value>(7));
   }
   shoal::barrier();
 }
@@ -153,12 +191,12 @@ TEST(FastQueue, WrapsAroundTheRing) {
   for (value round = 0; round < 8; ++round) {
     if (me() == np() - 1) {
       std::vector<value> three = {round * 3, round * 3 + 1, round * 3 + 2};
-      ASSERT_TRUE(q.push(three));
+      ASSERT_TRUE(q.try_push(three));
     }
     shoal::barrier();
     if (me() == 0) {
       std::vector<value> out;
-      ASSERT_EQ(q.pop(out, 10), 3u);
+      ASSERT_EQ(q.try_pop(out, 10), 3u);
       EXPECT_EQ(out, (std::vector<value>{round * 3, round * 3 + 1, round * 3 + 2}));
     }
     shoal::barrier();
@@ -172,20 +210,20 @@ TEST(FastQueue, AsyncPushCompletesAtTheHost) {
   const auto mine = values_of(me(), per_rank);
   std::vector<shoal::future<bool>> pending;
   for (std::size_t i = 0; i < per_rank; i += 64) {
-    pending.push_back(q.async_push(std::vector<value>(mine.begin() + static_cast<std::ptrdiff_t>(i),
+    pending.push_back(q.async_try_push(std::vector<value>(mine.begin() + static_cast<std::ptrdiff_t>(i),
                                                       mine.begin() + static_cast<std::ptrdiff_t>(
                                                                          std::min(per_rank, i + 64)))));
   }
   for (auto& f : pending) EXPECT_TRUE(f.get());
   // A push that cannot fit is ready at once with false.
-  auto too_big = q.async_push(std::vector<value>(q.capacity() + 1, 0));
+  auto too_big = q.async_try_push(std::vector<value>(q.capacity() + 1, 0));
   EXPECT_TRUE(too_big.ready());
   EXPECT_FALSE(too_big.get());
   shoal::barrier();
   exactly_once check(per_rank * static_cast<std::size_t>(np()));
   if (me() == host) {
     std::vector<value> all;
-    EXPECT_EQ(q.pop(all, q.capacity(), shoal::promise::local), per_rank * static_cast<std::size_t>(np()));
+    EXPECT_EQ(q.try_pop(all, q.capacity(), shoal::promise::local), per_rank * static_cast<std::size_t>(np()));
     for (value v : all) check.saw(v);
   }
   EXPECT_TRUE(check.verify());
@@ -195,19 +233,19 @@ TEST(FastQueue, LocalPromiseOnTheHostOnly) {
   const int host = np() - 1;
   shoal::fast_queue<value> q(host, 16);
   if (me() == host) {
-    for (value v = 0; v < 10; ++v) ASSERT_TRUE(q.push(v, shoal::promise::local));
+    for (value v = 0; v < 10; ++v) ASSERT_TRUE(q.try_push(v, shoal::promise::local));
     std::vector<value> seven(7, 1);
-    EXPECT_FALSE(q.push(seven, shoal::promise::local));  // 10 + 7 > 16
+    EXPECT_FALSE(q.try_push(seven, shoal::promise::local));  // 10 + 7 > 16
   } else {
-    EXPECT_THROW((void)q.push(value{1}, shoal::promise::local), shoal::usage_error);
-    EXPECT_THROW((void)q.pop(shoal::promise::local), shoal::usage_error);
+    EXPECT_THROW((void)q.try_push(value{1}, shoal::promise::local), shoal::usage_error);
+    EXPECT_THROW((void)q.try_pop(shoal::promise::local), shoal::usage_error);
   }
   shoal::barrier();
   // Pop phase: remote pops and then the host drains the rest locally.
   std::vector<value> got;
-  if (me() != host) q.pop(got, 2);
+  if (me() != host) q.try_pop(got, 2);
   shoal::barrier();
-  if (me() == host) q.pop(got, 100, shoal::promise::local);
+  if (me() == host) q.try_pop(got, 100, shoal::promise::local);
   const auto total = shoal::allreduce(got.size(), shoal::op::sum{});
   EXPECT_EQ(total, 10u);
   shoal::barrier();
@@ -215,10 +253,10 @@ TEST(FastQueue, LocalPromiseOnTheHostOnly) {
 
 TEST(FastQueue, WiderPromiseIsRejected) {
   shoal::fast_queue<value> q(0, 4);
-  EXPECT_THROW((void)q.push(value{1}, shoal::promise::any), shoal::usage_error);
-  EXPECT_THROW((void)q.pop(shoal::promise::push | shoal::promise::pop), shoal::usage_error);
+  EXPECT_THROW((void)q.try_push(value{1}, shoal::promise::any), shoal::usage_error);
+  EXPECT_THROW((void)q.try_pop(shoal::promise::push | shoal::promise::pop), shoal::usage_error);
   try {
-    (void)q.push(value{1}, shoal::promise::any);
+    (void)q.try_push(value{1}, shoal::promise::any);
   } catch (const shoal::usage_error& e) {
     EXPECT_NE(std::string(e.what()).find("circular_queue"), std::string::npos) << e.what();
   }
@@ -248,7 +286,7 @@ TYPED_TEST_SUITE(BothQueues, queue_types);
 template <class Q>
 void fill(Q& q, std::size_t per_rank) {
   auto mine = values_of(me(), per_rank);
-  ASSERT_TRUE(q.push(std::span<const value>(mine), shoal::promise::push));
+  ASSERT_TRUE(q.try_push(std::span<const value>(mine), shoal::promise::push));
   shoal::barrier();
 }
 
@@ -257,7 +295,7 @@ template <class Q>
 std::vector<value> drain_on_rank0(Q& q) {
   std::vector<value> all;
   if (me() == 0) {
-    q.pop(all, q.capacity(), shoal::promise::pop);
+    q.try_pop(all, q.capacity(), shoal::promise::pop);
     std::sort(all.begin(), all.end());
   }
   shoal::barrier();
@@ -278,10 +316,10 @@ TYPED_TEST(BothQueues, ResizeKeepsContents) {
   // Move the positions off zero so the live values wrap in the old ring.
   if (me() == 0) {
     std::vector<value> five(5, 0);
-    ASSERT_TRUE(q.push(five, shoal::promise::push));
+    ASSERT_TRUE(q.try_push(five, shoal::promise::push));
   }
   shoal::barrier();
-  if (me() == 0) { EXPECT_EQ(q.pop(*std::make_unique<std::vector<value>>(), 5, shoal::promise::pop), 5u); }
+  if (me() == 0) { EXPECT_EQ(q.try_pop(*std::make_unique<std::vector<value>>(), 5, shoal::promise::pop), 5u); }
   shoal::barrier();
   q.resize(static_cast<std::size_t>(np()) * 2);
   EXPECT_EQ(q.capacity(), static_cast<std::size_t>(np()) * 2);
@@ -349,15 +387,15 @@ TYPED_TEST(BothQueues, MovedTemporariesStayIntact) {
       auto mine = values_of(me(), per_rank);
       for (auto& q : queues) {
         std::size_t i = 0;
-        for (; i + 13 <= per_rank; i += 13) ASSERT_TRUE(q.push(std::span<const value>(mine.data() + i, 13),
+        for (; i + 13 <= per_rank; i += 13) ASSERT_TRUE(q.try_push(std::span<const value>(mine.data() + i, 13),
                                                                 shoal::promise::push));
-        for (; i < per_rank; ++i) ASSERT_TRUE(q.push(mine[i], shoal::promise::push));
+        for (; i < per_rank; ++i) ASSERT_TRUE(q.try_push(mine[i], shoal::promise::push));
       }
       shoal::barrier();
       // Pop phase: each host drains its own queue and checks every value arrived once.
       auto& own = queues[static_cast<std::size_t>(me())];
       std::vector<value> got;
-      EXPECT_EQ(own.pop(got, capacity + 5, shoal::promise::pop), capacity);
+      EXPECT_EQ(own.try_pop(got, capacity + 5, shoal::promise::pop), capacity);
       std::sort(got.begin(), got.end());
       EXPECT_EQ(got, everyone(per_rank));
       shoal::barrier();
@@ -383,7 +421,7 @@ void push_then_pop_with(shoal::concurrency push_promise, shoal::concurrency pop_
       auto v = values_of(r, per_rank);
       for (std::size_t i = 0; pushed && i < per_rank; i += 11) {
         const std::size_t n = std::min<std::size_t>(11, per_rank - i);
-        pushed = q.push(std::span<const value>(v.data() + i, n), push_promise);
+        pushed = q.try_push(std::span<const value>(v.data() + i, n), push_promise);
       }
     }
   }
@@ -396,9 +434,9 @@ void push_then_pop_with(shoal::concurrency push_promise, shoal::concurrency pop_
   exactly_once check(per_rank * static_cast<std::size_t>(np()));
   if (active) {
     std::vector<value> got;
-    while (auto v = q.pop(pop_promise)) {
+    while (auto v = q.try_pop(pop_promise)) {
       got.push_back(*v);
-      if (q.pop(got, 4, pop_promise) == 0) break;
+      if (q.try_pop(got, 4, pop_promise) == 0) break;
     }
     for (value v : got) check.saw(v);
   }
@@ -428,15 +466,15 @@ TEST(CircularQueue, ConcurrentPushesAndPopsEveryValueOnce) {
   std::vector<value> got;
   while (pushed < per_rank) {
     const std::size_t n = std::min<std::size_t>(1 + rng() % 4, per_rank - pushed);
-    if (q.push(std::span<const value>(mine.data() + pushed, n))) pushed += n;
+    if (q.try_push(std::span<const value>(mine.data() + pushed, n))) pushed += n;
     if (rng() % 2) {
-      if (auto v = q.pop()) got.push_back(*v);
+      if (auto v = q.try_pop()) got.push_back(*v);
     } else {
-      q.pop(got, 1 + rng() % 3);
+      q.try_pop(got, 1 + rng() % 3);
     }
   }
   shoal::barrier();
-  while (q.pop(got, 8) > 0) {
+  while (q.try_pop(got, 8) > 0) {
   }
   for (value v : got) check.saw(v);
   EXPECT_TRUE(check.verify());
@@ -453,13 +491,13 @@ TEST(CircularQueue, ConcurrentPhasesOnOneQueuePerRank) {
   exactly_once check(per_rank * static_cast<std::size_t>(np()) * static_cast<std::size_t>(np()));
   for (int r = 0; r < np(); ++r) {
     auto v = values_of(me() * np() + r, per_rank);  // distinct values per (pusher, queue)
-    for (value x : v) ASSERT_TRUE(queues[static_cast<std::size_t>(r)].push(x, shoal::promise::push));
+    for (value x : v) ASSERT_TRUE(queues[static_cast<std::size_t>(r)].try_push(x, shoal::promise::push));
   }
   shoal::barrier();
   std::vector<value> got;
   for (int k = 0; k < np(); ++k) {
     auto& q = queues[static_cast<std::size_t>((me() + k) % np())];
-    while (q.pop(got, 3, shoal::promise::pop) > 0) {
+    while (q.try_pop(got, 3, shoal::promise::pop) > 0) {
     }
   }
   for (value v : got) check.saw(v);
@@ -469,40 +507,45 @@ TEST(CircularQueue, ConcurrentPhasesOnOneQueuePerRank) {
 TEST(CircularQueue, FullAndEmpty) {
   constexpr std::size_t capacity = 6;
   shoal::circular_queue<value> q(np() - 1, capacity);
-  EXPECT_FALSE(q.pop().has_value());
+  EXPECT_FALSE(q.try_pop().has_value());
   std::vector<value> out;
-  EXPECT_EQ(q.pop(out, 2), 0u);
+  EXPECT_EQ(q.try_pop(out, 2), 0u);
   shoal::barrier();
   // Concurrent fully atomic pushes fill it exactly.
   std::size_t pushed = 0;
-  while (pushed < capacity && q.push(static_cast<value>(me()) * 100 + pushed)) ++pushed;
+  while (pushed < capacity && q.try_push(static_cast<value>(me()) * 100 + pushed)) ++pushed;
   EXPECT_EQ(shoal::allreduce(pushed, shoal::op::sum{}), capacity);
   shoal::barrier();
   if (me() == 0) {
     std::vector<value> four(4, 5);
-    EXPECT_FALSE(q.push(four));                         // all or nothing
-    EXPECT_FALSE(q.push(value{1}, shoal::promise::push));
-    EXPECT_EQ(q.pop(out, 100), capacity);              // up to n
-    EXPECT_TRUE(q.push(four));
+    EXPECT_FALSE(q.try_push(four));  // all or nothing
+    EXPECT_FALSE(q.try_push(value{1}, shoal::promise::push));
+    EXPECT_EQ(q.try_pop(out, 100), capacity);  // up to n
+    EXPECT_TRUE(q.try_push(four));
     EXPECT_EQ(q.size(), 4u);
-    EXPECT_EQ(q.pop(out, 100), 4u);
+    EXPECT_EQ(q.try_pop(out, 100), 4u);
   }
   shoal::barrier();
   EXPECT_TRUE(q.empty());
   shoal::barrier();
 }
 
+TEST(CircularQueue, PushThrowsContainerFullAndWritesNothing) {
+  check_throwing_push<shoal::circular_queue<value>>(shoal::promise::any, shoal::promise::any);
+  check_throwing_push<shoal::circular_queue<value>>(shoal::promise::push, shoal::promise::pop);
+}
+
 TEST(CircularQueue, LocalPromiseOnTheHostOnly) {
   shoal::circular_queue<value> q(0, 8);
   if (me() != 0) {
-    EXPECT_THROW((void)q.push(value{1}, shoal::promise::local), shoal::usage_error);
+    EXPECT_THROW((void)q.try_push(value{1}, shoal::promise::local), shoal::usage_error);
   } else {
-    ASSERT_TRUE(q.push(value{3}, shoal::promise::local));
+    ASSERT_TRUE(q.try_push(value{3}, shoal::promise::local));
   }
   shoal::barrier();
   // The local push is visible to remote pops in the next phase.
   std::optional<value> v;
-  if (me() == np() - 1) v = q.pop();
+  if (me() == np() - 1) v = q.try_pop();
   shoal::barrier();
   if (me() == np() - 1) { EXPECT_EQ(v, std::optional<value>(3)); }
   shoal::barrier();
@@ -518,9 +561,9 @@ struct pair32 {
 
 TEST(CircularQueue, StructElements) {
   shoal::circular_queue<pair32> q(0, 8);
-  if (me() == np() - 1) { ASSERT_TRUE(q.push(pair32{1, 2})); }
+  if (me() == np() - 1) { ASSERT_TRUE(q.try_push(pair32{1, 2})); }
   shoal::barrier();
-  if (me() == 0) { EXPECT_EQ(q.pop(), std::optional<pair32>(pair32{1, 2})); }
+  if (me() == 0) { EXPECT_EQ(q.try_pop(), std::optional<pair32>(pair32{1, 2})); }
   shoal::barrier();
 }
 

@@ -8,19 +8,20 @@
 #include <string>
 #include <vector>
 
-#include "shoal/containers/detail/linked_fifo_queue.hpp"
+#include "linked_fifo_queue.hpp"  // bench/: the strict baseline
 #include "shoal/containers/relaxed_queue.hpp"
 #include "shoal_test.hpp"
 
 namespace {
 
-using shoal::relaxed::push_result;
 
 int me() { return shoal::rank(); }
 int np() { return shoal::size(); }
 
-/// Every rank's values, concatenated on rank 0 (empty elsewhere).
+/// Every rank's values, concatenated on rank 0 (empty elsewhere). The barrier first: MPI_Gather makes no shoal
+/// progress, and on the message path another rank may still wait for this one to serve its last operation.
 std::vector<std::uint64_t> gather_to_root(const std::vector<std::uint64_t>& mine) {
+  shoal::barrier();
   const MPI_Comm comm = shoal::world().comm();
   int count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<std::size_t>(np())), displs(static_cast<std::size_t>(np()));
@@ -66,9 +67,9 @@ const config configs[] = {
 
 class RelaxedQueue : public ::testing::TestWithParam<config> {
  protected:
-  shoal::relaxed::options make(std::size_t capacity, int ncand = 2) const {
-    shoal::relaxed::options o;
-    o.capacity = capacity;
+  shoal::relaxed_queue_options make(std::size_t capacity, int ncand = 2) const {
+    shoal::relaxed_queue_options o;
+    o.capacity_per_rank = capacity;
     o.ncand = ncand;
     o.algorithm = GetParam().algorithm;
     o.mode = GetParam().mode;
@@ -97,10 +98,18 @@ TEST_P(RelaxedQueue, FullWhenEveryRingIsFullThenDrainsExactly) {
   // Every rank pushes until `full`: with no pop running, the rings hold exactly capacity() elements in the end.
   std::vector<std::uint64_t> pushed;
   for (std::uint64_t i = 0;; ++i) {
-    if (q.push(id_of(me(), i)) == push_result::full) break;
+    if (!q.try_push(id_of(me(), i))) break;
     pushed.push_back(id_of(me(), i));
   }
-  EXPECT_EQ(q.push(id_of(me(), 999)), push_result::full);  // still full
+  EXPECT_FALSE(q.try_push(id_of(me(), 999)));  // still full
+  try {
+    q.push(id_of(me(), 998));
+    ADD_FAILURE() << "push into a full queue did not throw";
+  } catch (const shoal::container_full& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("every ring was full (" + std::to_string(capacity) + " slots"), std::string::npos) << what;
+    EXPECT_NE(what.find("try_push"), std::string::npos) << what;
+  }
   const auto total = shoal::allreduce(static_cast<std::uint64_t>(pushed.size()), shoal::op::sum{});
   EXPECT_EQ(total, q.capacity());
   EXPECT_EQ(q.size(), q.capacity());
@@ -114,9 +123,11 @@ TEST_P(RelaxedQueue, FullWhenEveryRingIsFullThenDrainsExactly) {
     EXPECT_EQ(popped, all_pushed);
   }
   EXPECT_EQ(q.size(), 0u);
-  // Room again: a push succeeds.
-  EXPECT_EQ(q.push(id_of(me(), 1000)), push_result::pushed);
+  // Room again: a push succeeds, and so does the throwing form.
+  EXPECT_TRUE(q.try_push(id_of(me(), 1000)));
   EXPECT_EQ(q.size(), static_cast<std::size_t>(np()));
+  q.push(id_of(me(), 1001));
+  EXPECT_EQ(q.size(), 2 * static_cast<std::size_t>(np()));
 }
 
 TEST_P(RelaxedQueue, NcandLargerThanTheNonEmptyRings) {
@@ -124,7 +135,7 @@ TEST_P(RelaxedQueue, NcandLargerThanTheNonEmptyRings) {
   // Only the last rank pushes, into its own ring when local_first (otherwise into random rings).
   constexpr std::uint64_t n = 3;
   if (me() == np() - 1) {
-    for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(q.push(i), push_result::pushed);
+    for (std::uint64_t i = 0; i < n; ++i) ASSERT_TRUE(q.try_push(i));
   }
   shoal::barrier();
   if (me() == 0) {
@@ -148,7 +159,7 @@ TEST_P(RelaxedQueue, OneRankWithEveryRingAsCandidateIsFifo) {
   shoal::relaxed_queue<std::uint64_t> q(make(64));
   if (me() == 0) {
     const std::uint64_t n = std::min<std::uint64_t>(shoal::testing::oversubscribed() ? 6 : 40, q.capacity());
-    for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(q.push(i), push_result::pushed);
+    for (std::uint64_t i = 0; i < n; ++i) ASSERT_TRUE(q.try_push(i));
     for (std::uint64_t i = 0; i < n; ++i) {
       auto v = q.try_pop(np());
       ASSERT_TRUE(v.has_value());
@@ -169,7 +180,7 @@ TEST_P(RelaxedQueue, ConcurrentPushPopLosesNothingAndDuplicatesNothing) {
   for (int i = 0; i < ops; ++i) {
     if (rng() % 2 == 0) {
       const auto id = id_of(me(), next++);
-      if (q.push(id) == push_result::pushed) pushed.push_back(id);
+      if (q.try_push(id)) pushed.push_back(id);
     } else {
       const int ncand = 1 + static_cast<int>(rng() % 4);
       if (auto v = q.try_pop(ncand)) popped.push_back(*v);
@@ -196,7 +207,7 @@ TEST_P(RelaxedQueue, StructValuesRoundTrip) {
     std::int32_t id;
   };
   shoal::relaxed_queue<particle> q(make(8, 1));
-  ASSERT_EQ(q.push(particle{1.5, -2.0, me()}), push_result::pushed);
+  ASSERT_TRUE(q.try_push(particle{1.5, -2.0, me()}));
   shoal::barrier();
   std::vector<std::uint64_t> seen;
   while (auto p = q.try_pop()) {
@@ -217,24 +228,45 @@ INSTANTIATE_TEST_SUITE_P(Variants, RelaxedQueue, ::testing::ValuesIn(configs),
                          [](const ::testing::TestParamInfo<config>& info) { return std::string(info.param.name); });
 
 TEST(RelaxedQueueOptions, BadOptionsNameTheSetting) {
-  shoal::relaxed::options o;
-  o.capacity = 0;
+  shoal::relaxed_queue_options o;
+  o.capacity_per_rank = 0;
   try {
     shoal::relaxed_queue<int> q(o);
     FAIL() << "capacity 0 accepted";
   } catch (const shoal::usage_error& e) {
-    EXPECT_NE(std::string(e.what()).find("capacity"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()),
+              "shoal::relaxed_queue_options::capacity_per_rank must be in [1, 2^31) slots (got 0)");
   }
   o = {};
   o.ncand = 0;
+  try {
+    shoal::relaxed_queue<int> q(o);
+    FAIL() << "ncand 0 accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_EQ(std::string(e.what()), "shoal::relaxed_queue_options::ncand must be at least 1 (got 0)");
+  }
+  o = {};
+  o.clock_sync_rounds = -2;
   EXPECT_THROW(shoal::relaxed_queue<int>{o}, shoal::usage_error);
-  shoal::relaxed_queue<int> q(shoal::relaxed::options{.capacity = 4});
+  if (np() > 1) {
+    o = {};
+    o.capacity_per_rank = 4 + static_cast<std::size_t>(me());
+    try {
+      shoal::relaxed_queue<int> q(o);
+      FAIL() << "different capacities accepted";
+    } catch (const shoal::usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find("capacity_per_rank, ::algorithm and ::mode must be equal on every rank"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  shoal::relaxed_queue<int> q(shoal::relaxed_queue_options{.capacity_per_rank = 4});
   EXPECT_THROW((void)q.try_pop(0), shoal::usage_error);
 }
 
 TEST(RelaxedQueueOptions, DefaultsFollowThePaper) {
   shoal::relaxed_queue<std::uint64_t> q;
-  EXPECT_EQ(q.options().capacity, 100'000u);
+  EXPECT_EQ(q.options().capacity_per_rank, 100'000u);
   EXPECT_EQ(q.options().ncand, 2);
   EXPECT_EQ(q.options().mode, shoal::relaxed::lock_mode::exclusive);
   EXPECT_EQ(q.capacity(), 100'000u * static_cast<std::size_t>(np()));
@@ -244,12 +276,12 @@ TEST(RelaxedQueueOptions, DefaultsFollowThePaper) {
 
 TEST(LinkedFifoQueue, EmptyThenFifoFromOneProducer) {
   const int n = shoal::testing::scaled(200);
-  shoal::detail::linked_fifo_queue<std::uint64_t> q(static_cast<std::size_t>(n));
+  shoal::bench::linked_fifo_queue<std::uint64_t> q(static_cast<std::size_t>(n));
   EXPECT_FALSE(q.try_pop().has_value());
   shoal::barrier();
   if (me() == 0) {
-    for (int i = 0; i < n; ++i) ASSERT_EQ(q.push(static_cast<std::uint64_t>(i)), push_result::pushed);
-    EXPECT_EQ(q.push(0), push_result::full);  // the pool of this rank is used up
+    for (int i = 0; i < n; ++i) ASSERT_TRUE(q.try_push(static_cast<std::uint64_t>(i)));
+    EXPECT_FALSE(q.try_push(0));  // the pool of this rank is used up
   }
   shoal::barrier();
   // Every consumer sees the single producer's values in increasing order; together they see each value once.
@@ -268,7 +300,7 @@ TEST(LinkedFifoQueue, EmptyThenFifoFromOneProducer) {
 
 TEST(LinkedFifoQueue, ConcurrentProducersKeepTheirOrder) {
   const int ops = stress_ops();
-  shoal::detail::linked_fifo_queue<std::uint64_t> q(static_cast<std::size_t>(ops), np() - 1);
+  shoal::bench::linked_fifo_queue<std::uint64_t> q(static_cast<std::size_t>(ops), np() - 1);
   std::mt19937_64 rng(static_cast<std::uint64_t>(me()) + 5);
   std::vector<std::uint64_t> pushed, popped;
   std::vector<std::uint64_t> last_seen(static_cast<std::size_t>(np()), 0);
@@ -276,7 +308,7 @@ TEST(LinkedFifoQueue, ConcurrentProducersKeepTheirOrder) {
   for (int i = 0; i < ops; ++i) {
     if (rng() % 2 == 0) {
       const auto id = id_of(me(), next++);
-      ASSERT_EQ(q.push(id), push_result::pushed);
+      ASSERT_TRUE(q.try_push(id));
       pushed.push_back(id);
     } else if (auto v = q.try_pop()) {
       // FIFO: each producer's values reach this consumer in the order they were pushed.

@@ -58,8 +58,8 @@ void exercise(const shoal::team& t) {
   shoal::bloom_filter<int> bf(1024, 3, {}, t);
   shoal::circular_queue<int> cq(n - 1, static_cast<std::size_t>(n), t);
   shoal::fast_queue<int> fq(0, static_cast<std::size_t>(n), t);
-  shoal::relaxed::options ro;
-  ro.capacity = 4;
+  shoal::relaxed_queue_options ro;
+  ro.capacity_per_rank = 4;
   shoal::relaxed_queue<int> rq(ro, t);
   shoal::ordered_map<int, int> om({}, t);
   EXPECT_EQ(da.team().size(), n);
@@ -72,13 +72,13 @@ void exercise(const shoal::team& t) {
   hs.insert_or_assign("k" + std::to_string(me * 100), "again");  // releases a value blob
   dm.insert(me, me * 7);
   mm.insert(0, me);  // every rank's value under one key, at one owner
-  buffer.insert(me, me + 3);
+  buffer.post_insert(me, me + 3);
   for (int k = 0; k < 3; ++k) da.put(static_cast<std::size_t>(3 * t.rank() + k), me * 10 + k);
   ar.put(static_cast<std::size_t>(t.rank()), me + 1);
   bf.insert(me);
-  ASSERT_TRUE(cq.push(me));
-  ASSERT_TRUE(fq.push(me));
-  ASSERT_EQ(rq.push(me), shoal::relaxed::push_result::pushed);
+  ASSERT_TRUE(cq.try_push(me));
+  ASSERT_TRUE(fq.try_push(me));
+  ASSERT_TRUE(rq.try_push(me));
   EXPECT_TRUE(om.insert(me, me + 1));
   dm.flush();
   mm.flush();
@@ -120,7 +120,7 @@ void exercise(const shoal::team& t) {
   // Everything a hosted queue holds, sorted (each team rank pushed its environment rank).
   const auto drained_sorted = [](auto& queue) {
     std::vector<int> popped;
-    while (auto v = queue.pop()) popped.push_back(*v);
+    while (auto v = queue.try_pop()) popped.push_back(*v);
     std::sort(popped.begin(), popped.end());
     return popped;
   };
@@ -277,10 +277,13 @@ TEST(Lifetime, ContainersOutliveTheirEnvironment) {
   expect_usage_error([&] { (void)old->hm.find("0"); }, "made in environment run");
   expect_usage_error([&] { (void)old->bf.find(0); }, "made in environment run");
   expect_usage_error([&] { (void)old->dm.find(0); }, "made in environment run");
-  expect_usage_error([&] { (void)old->cq.push(1); }, "made in environment run");
+  expect_usage_error([&] { (void)old->cq.try_push(1); }, "made in environment run");
   expect_usage_error([&] { (void)old->ar.get(0); }, "made in environment run");
   expect_usage_error([&] { (void)old->om->find(0); }, "made in environment run");
   expect_usage_error([&] { old->da.team().barrier(); }, "environment that has ended");
+  EXPECT_FALSE(old->da.team().live());
+  EXPECT_TRUE(fresh.team().live());
+  EXPECT_FALSE(shoal::team().live());
   old.reset();  // destructors of run 1: no communication, no free
   EXPECT_EQ(shoal::heap_in_use(), with_fresh);
   fresh.put(static_cast<std::size_t>(shoal::rank()) % 4, 5);
@@ -337,7 +340,7 @@ TEST(Lifetime, MovedFromContainersDestroyed) {
     shoal::circular_queue<int> q(0, 2);
     shoal::circular_queue<int> q2(std::move(q));
     expect_usage_error([&] { (void)a.get(0); }, "moved from");
-    expect_usage_error([&] { (void)q.push(1); }, "moved from");
+    expect_usage_error([&] { (void)q.try_push(1); }, "moved from");
     b.put(0, 3);
     shoal::barrier();
     EXPECT_EQ(b.get(0), 3);

@@ -40,7 +40,7 @@ parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14) {
   const u64 lo = m * me / np, hi = m * (me + 1) / np;
   u64 power = pow_mod(a, lo, c);
   for (u64 j = lo; j < hi; ++j) {
-    baby.async_insert_or_update(shoal::ignore_result, power, j,
+    baby.post_insert_or_update(power, j,
                                 [](u64& stored, u64 v) { stored = std::min(stored, v); });
     power = mul_mod(power, a, c);
   }

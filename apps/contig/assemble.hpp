@@ -40,7 +40,7 @@ inline assembly assemble(std::size_t k, const std::vector<kmer_entry>& mine,
   auto t0 = std::chrono::steady_clock::now();
   {
     shoal::hash_map_buffer buffer(table, buffer_opts);
-    for (const auto& e : mine) buffer.insert(e.kmer, e.ext);
+    for (const auto& e : mine) buffer.post_insert(e.kmer, e.ext);
     out.total_kmers = buffer.flush();
   }
   out.insert_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});  // flush() completed the table

@@ -134,7 +134,7 @@ class owner_exchange {
     std::size_t done = 0;
     while (done < batch.size()) {
       const std::size_t n = std::min(piece_items_, batch.size() - done);
-      if (!queues_[dest].push(std::span<const Item>(batch.data() + done, n))) {
+      if (!queues_[dest].try_push(std::span<const Item>(batch.data() + done, n))) {
         ++full_pushes_;
         break;
       }
@@ -150,7 +150,7 @@ class owner_exchange {
   bool drain(Apply& apply) {
     if (queues_.empty()) return false;  // one rank
     incoming_.clear();
-    const std::size_t n = queues_[me_].pop(incoming_, capacity_);
+    const std::size_t n = queues_[me_].try_pop(incoming_, capacity_);
     if (n == 0) return false;
     received_ += n;
     apply(std::span<const Item>(incoming_));

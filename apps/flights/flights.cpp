@@ -195,7 +195,7 @@ int run(const options& o, const flights::airport_table& airports, const std::vec
     if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   if (shoal::rank() == 0) {
-    for (int r = 1; r < shoal::size(); ++r) shoal::async(r, &request_stop);
+    for (int r = 1; r < shoal::size(); ++r) shoal::post(r, &request_stop);
     fmt::print("shoal-flights: stopping (rank 0 inserted {}, erased {})\n", traffic.inserted(), traffic.erased());
     std::fflush(stdout);
   }

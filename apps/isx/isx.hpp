@@ -111,7 +111,7 @@ class sorter {
     std::vector<shoal::future<bool>> in_flight;
     std::size_t rejected = 0;  // pushes that found their queue full
     auto send = [&](std::size_t dest) {
-      in_flight.push_back(queues[dest].async_push(std::move(buckets[dest])));
+      in_flight.push_back(queues[dest].async_try_push(std::move(buckets[dest])));
       buckets[dest] = {};
       buckets[dest].reserve(p_.message_size);
       if (in_flight.size() >= 2 * nranks) rejected += retire(in_flight, /*all=*/false);
@@ -131,7 +131,7 @@ class sorter {
     }
     std::vector<key_type> mine;
     auto& own = queues[static_cast<std::size_t>(shoal::rank())];
-    own.pop(mine, own.capacity(), shoal::promise::local);
+    own.try_pop(mine, own.capacity(), shoal::promise::local);
     return mine;
   }
 

@@ -25,7 +25,7 @@ template <class Store>
 std::size_t replay(Store& store, const std::vector<request>& trace) {
   std::vector<std::pair<shoal::future<std::optional<std::uint64_t>>, std::uint64_t>> gets;
   for (const auto& r : trace) {
-    if (r.kind == op_kind::put) store.async_insert_or_assign(shoal::ignore_result, r.key, r.value);
+    if (r.kind == op_kind::put) store.post_insert_or_assign(r.key, r.value);
     else gets.emplace_back(store.async_find(r.key), r.expected);
   }
   store.wait();

@@ -48,7 +48,7 @@ scatter_times scatter_rows(const coordinate_matrix& matrix, Multimap& rows, std:
       double t0 = MPI_Wtime();
       auto row = table.extract(i);  // hash_delete_x
       if (row) {
-        rows.async_insert(shoal::ignore_result, i, std::span<const column_value>(*row));  // HASH_Insert
+        rows.post_insert(i, std::span<const column_value>(*row));  // HASH_Insert
         ++in_flight;
       }
       double t1 = MPI_Wtime();

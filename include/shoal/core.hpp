@@ -2,6 +2,7 @@
 // remote get/put/atomics, futures.
 #pragma once
 
+#include "shoal/core/clock.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"

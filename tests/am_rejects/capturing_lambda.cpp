@@ -3,5 +3,5 @@
 
 void send_with_capture(int peer) {
   int captured = 42;
-  shoal::async(peer, [captured](int x) { (void)(x + captured); }, 1);
+  shoal::post(peer, [captured](int x) { (void)(x + captured); }, 1);
 }

@@ -4,5 +4,5 @@
 #include "shoal/am.hpp"
 
 void send_pointer_owner(int peer) {
-  shoal::async(peer, [](std::unique_ptr<int> p) { (void)p; }, std::make_unique<int>(1));
+  shoal::post(peer, [](std::unique_ptr<int> p) { (void)p; }, std::make_unique<int>(1));
 }

@@ -8,7 +8,7 @@
 //                                                                                       again gives the same box;
 //                                                                                       volume() exact or saturated
 //   settings         parse_size, parse_flag, env_size / env_flag,   shoal::usage_error  the exact value (size: no
-//                    am's parse_faults (environment settings)                           wrap-around), exact spellings
+//                    parse_faults (environment settings)                                wrap-around), exact spellings
 //   kv_trace         kv_trace::read_trace                           shoal::error        every line is PUT k v / GET k
 //                                                                                       (decimal); write + read again
 //                                                                                       is the same trace
@@ -43,8 +43,8 @@
 #include "contig/ufx.hpp"
 #include "flights/protocol.hpp"
 #include "kv_trace/trace.hpp"
-#include "shoal/am/detail/faults.hpp"
-#include "shoal/containers/detail/ordered_map/key_range.hpp"
+#include "shoal/containers/key_box.hpp"
+#include "shoal/core/detail/faults.hpp"
 #include "shoal/core/detail/size_parse.hpp"
 #include "shoal/core/error.hpp"
 
@@ -174,7 +174,7 @@ inline void faults(const std::string& in) {
             !step_digits.empty() && step_digits.size() <= 4 && std::stoi(std::string(step_digits)) <= 1000;
   }
   try {
-    const auto f = shoal::am::detail::parse_faults(in);
+    const auto f = shoal::detail::parse_faults(in);
     expect(valid, "parse_faults accepted \"" + in + "\"");
     expect(f.has_value() == !(in.empty() || in == "off"), "parse_faults: on/off wrong for \"" + in + "\"");
     if (f) expect(f->max_steps >= 1 && f->max_steps <= 1000, "parse_faults: steps out of range");

@@ -1,7 +1,7 @@
 // tests/support/history.hpp — records a concurrent history on every rank and gathers it to one rank.
 //
 // Each rank stamps an operation's invocation before it starts and its response once its result is known (for a
-// future: after get()), on shoal's synchronized clock (containers/detail/synchronized_clock.hpp: rank 0's steady
+// future: after get()), on shoal's synchronized clock (shoal/core/clock.hpp: rank 0's steady
 // clock as estimated on each rank, with a bound on the error of that estimate). Stamps of one rank order exactly;
 // stamps of two ranks only up to twice the bound, which cross_client_slack_ns() returns for the checker
 // (linearizability.hpp), plus an allowance for drift between hosts.
@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "shoal/containers/detail/synchronized_clock.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core.hpp"
+#include "shoal/core/clock.hpp"
 #include "support/operation.hpp"
 
 namespace shoal::testing::history {
@@ -64,8 +64,10 @@ class recorder {
     return 2 * static_cast<std::uint64_t>(clock_.error_bound_ns()) + drift;
   }
 
-  /// Collective: every rank's operations, on `root` (empty elsewhere).
+  /// Collective: every rank's operations, on `root` (empty elsewhere). The barrier first: MPI_Gather makes no shoal
+  /// progress, and on the message path another rank may still wait for this one to serve its last operation.
   std::vector<operation> gather(int root = 0) const {
+    shoal::barrier();
     const MPI_Comm comm = shoal::world().comm();
     const int bytes = static_cast<int>(ops_.size() * sizeof(operation));
     std::vector<int> counts(static_cast<std::size_t>(shoal::size()));
@@ -82,11 +84,11 @@ class recorder {
   }
 
  private:
-  // Clocks of two hosts drift apart by a few microseconds per second after synchronisation (synchronized_clock.hpp);
+  // Clocks of two hosts drift apart by a few microseconds per second after synchronisation (core/clock.hpp);
   // a test's history lasts seconds.
   static constexpr std::uint64_t drift_allowance_ns = 50'000;
 
-  shoal::detail::synchronized_clock clock_;
+  shoal::synchronized_clock clock_;
   std::vector<operation> ops_;
 };
 

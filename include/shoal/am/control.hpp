@@ -1,14 +1,15 @@
 // shoal/am/control.hpp — progress, flushing, quiescence and settings of active messages.
 //
-//   shoal::am::flush()           local: hands every buffered message to MPI now (no waiting).
-//   shoal::am::barrier()         COLLECTIVE: returns when no message is buffered, in flight, queued or running on any
+// Who: collective = every rank (of the team), in the same order; any rank = one rank's call.
+//   shoal::am::flush()           any rank: hands every buffered message to MPI now (no waiting).
+//   shoal::am::barrier()         collective: returns when no message is buffered, in flight, queued or running on any
 //                                rank, including messages that handlers send while the barrier runs. Then throws, on
 //                                the ranks concerned, the failures of fire-and-forget handlers reported to them.
-//   shoal::am::barrier(team)     COLLECTIVE over the team: the same for the messages of that team (those sent inside
+//   shoal::am::barrier(team)     collective over the team: the same for the messages of that team (those sent inside
 //                                a team_scope of it and by its handlers), among its ranks only.
-//   shoal::am::current_source()  inside a handler: the rank that sent the message being handled.
-//   shoal::progress()            (core) receives and runs arrived messages, then flushes what they sent; every
-//                                blocking shoal call (future::wait, shoal::barrier, collectives) calls it.
+//   shoal::am::current_source()  any rank, inside a handler: the rank that sent the message being handled.
+//   shoal::progress()            any rank (core): receives and runs arrived messages, then flushes what they sent;
+//                                every blocking shoal call (future::wait, shoal::barrier, collectives) calls it.
 //
 // Settings (a call wins over the environment variable; both are per rank):
 //   set_buffer_size(bytes)  SHOAL_AM_BUFFER     bytes per destination buffer, default 64 KiB (sizes like "16K")
@@ -27,7 +28,7 @@
 
 namespace shoal::am {
 
-/// Sends every buffered message now. Local (not collective), does not wait for delivery.
+/// Sends every buffered message now. Any rank (not collective); does not wait for delivery.
 inline void flush() { detail::get().flush(); }
 
 /// Collective quiescence barrier (see the header comment and docs/am.md). Not callable from a handler.

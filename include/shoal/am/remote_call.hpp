@@ -1,8 +1,8 @@
-// shoal/am/remote_call.hpp — run a function on another rank: shoal::async (fire and forget) and shoal::rpc (returns
+// shoal/am/remote_call.hpp — run a function on another rank: shoal::post (fire and forget) and shoal::rpc (returns
 // a shoal::future of the result).
 //
 //   int add(int a, int b) { return a + b; }
-//   shoal::async(peer, [](std::string s) { log(s); }, std::string("hello"));   // runs log on `peer`, later
+//   shoal::post(peer, [](std::string s) { log(s); }, std::string("hello"));     // runs log on `peer`, later
 //   shoal::future<int> f = shoal::rpc(peer, &add, 2, 3);                        // add(2, 3) on `peer`
 //   int five = f.get();                                                          // waits, making progress
 //
@@ -15,11 +15,11 @@
 // at am::flush, inside any wait and in am::barrier); with the send cap reached the caller receives (and, outside
 // handlers, runs) incoming messages until a send completes.
 //
-// Cost: async M=1 (aggregated: one MPI message per buffer), rpc M=2 (request + reply). No allocation per message
+// Cost: post M=1 (aggregated: one MPI message per buffer), rpc M=2 (request + reply). No allocation per message
 // for trivially copyable arguments; rpc allocates its future's state.
 // Errors: usage_error for a rank out of range or a call outside the environment; a handler that throws becomes a
 // shoal::remote_error naming the handler and both ranks — from future::get() for rpc, from the sender's next
-// am::barrier() for async.
+// am::barrier() for post.
 #pragma once
 
 #include <cstdint>
@@ -55,16 +55,16 @@ namespace shoal::am::detail {
 template <class F, class... Args>
 void check_call() {
   static_assert(handler<F>,
-                "shoal::async / shoal::rpc: the handler must be a function pointer or a lambda WITHOUT captures "
+                "shoal::post / shoal::rpc: the handler must be a function pointer or a lambda WITHOUT captures "
                 "(its code is named by an id valid on every rank, captured state cannot travel); pass the values "
                 "you would capture as extra arguments");
   using traits = call_traits<F, Args...>;
   static_assert(args_convert<typename traits::wire, Args...>::value,
-                "shoal::async / shoal::rpc: the arguments do not match the handler's parameters (count or type)");
+                "shoal::post / shoal::rpc: the arguments do not match the handler's parameters (count or type)");
 }
 
 [[noreturn]] inline void throw_bad_rank(int rank, int size) {
-  throw usage_error("shoal::async / shoal::rpc: rank " + std::to_string(rank) + " is out of range (0.." +
+  throw usage_error("shoal::post / shoal::rpc: rank " + std::to_string(rank) + " is out of range (0.." +
                     std::to_string(size - 1) + ")");
 }
 
@@ -78,15 +78,16 @@ inline engine& engine_for(int rank) {
 
 namespace shoal {
 
-/// Runs fn(args...) on `rank`, later (fire and forget). Not collective. See the header comment.
+/// Runs fn(args...) on `rank`, later (fire and forget: no result; am::barrier completes it). Any rank. See the header
+/// comment.
 template <class F, class... Args>
   requires am::sendable_arguments<F, Args...>
-void async(int rank, F fn, Args&&... args) {
+void post(int rank, F fn, Args&&... args) {
   namespace d = am::detail;
   d::check_call<F, Args...>();
   using traits = d::call_traits<F, Args...>;
   d::engine& e = d::engine_for(rank);
-  const std::int32_t word = d::word_of(&d::run_async<F, typename traits::params, typename traits::wire>);
+  const std::int32_t word = d::word_of(&d::run_post<F, typename traits::params, typename traits::wire>);
   if constexpr (std::is_pointer_v<F>) {
     d::write_message<typename traits::wire>(e, rank, d::group_key(word, d::word_of(fn)), std::tuple<>{},
                                             std::forward<Args>(args)...);
@@ -95,7 +96,7 @@ void async(int rank, F fn, Args&&... args) {
   }
 }
 
-/// Runs fn(args...) on `rank` and returns a future of its result (void allowed). Not collective.
+/// Runs fn(args...) on `rank` and returns a future of its result (void allowed). Any rank.
 template <class F, class... Args>
   requires am::sendable_arguments<F, Args...> && am::sendable_result<F, Args...>
 future<am::result_of_t<F, Args...>> rpc(int rank, F fn, Args&&... args) {

@@ -3,12 +3,15 @@
 // Model: one-sided (RDMA), hosted: the n elements live in one rank's symmetric heap; every rank reads and writes
 // them with remote get / put, without the host's CPU. Elements start value-initialised (T{}).
 //
-// Operations (R read, W write, B barrier, l local work):
+// Operations (R read, W write, B barrier, l local work). Who: collective = every rank of the array's team, in the
+// same order; any rank = one rank's call, no other rank takes part:
 //   array<T> a(host, n, team = world())  collective  B + broadcast   allocates and zeroes on the host (a team rank)
-//   a.get(i) / a.get(first, span out)    no          R               blocking
-//   a.put(i, v) / a.put(first, span in)  no          W               blocking: complete at the host on return
-//   a.ptr(i)                             no          -               global_ptr<T> for async_get / async_put
-//   a.local_span()                       host        l               the elements as a std::span (empty elsewhere)
+//   a.get(i) / a.get(first, span out)    any rank    R               blocking
+//   a.put(i, v) / a.put(first, span in)  any rank    W               blocking: complete at the host on return
+//   a.ptr(i)                             any rank    -               global_ptr<T> for async_get / async_put
+//   a.size()                             any rank    -               the number of elements (the whole array)
+//   a.local_span()                       any rank    l               the elements as a std::span on the host; empty
+//                                                                    on every other rank
 //   ~array                               collective  B               the team's ranks wait, then the host frees
 // Concurrency: get/put are plain reads and writes; concurrent writes to one element race (use a barrier between
 // phases, or shoal atomics on an array of integers through ptr(i)).

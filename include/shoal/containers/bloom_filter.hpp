@@ -6,17 +6,23 @@
 // its blocks are never used). Insert sets the mask with one remote fetch_or, whose old value says whether every bit
 // was set already; find reads the block with one get.
 //
-// Operations and costs (A remote atomic, R remote read, B barrier):
+// Operations and costs (A remote atomic, R remote read, B barrier). Who: collective = every rank of the filter's
+// team, in the same order; any rank = one rank's call, no other rank takes part; owner only = only the rank that
+// holds v's block may call it:
 //   bloom_filter(bits, k, opts = {}, team = world())
 //                           collective  allocate and clear (bits rounded up to whole 64-bit blocks)   B
 //   ~bloom_filter           collective  then each rank frees its blocks (no-op after finalize)         B
-//   insert(v)               no          fetch_or of the mask; true when v was (probably) present        A
-//   find(v)                 no          get of the block; true when v is probably present              R
-//   local_insert(v)         no          insert on v's owner: a load and a store of its own block      local
-//   prefetch_local(v)       no          a hint before local_insert: starts loading v's block (owner)   local
-//   owner(v)                no          the team rank holding v's block (one hash)                  local
+//   insert(v)               any rank    fetch_or of the mask; true when v was (probably) present        A
+//   find(v)                 any rank    get of the block; true when v is probably present              R
+//   local_insert(v)         owner only  a load and a store of its own block (usage_error elsewhere)    local
+//   local_prefetch(v)       any rank    a hint before local_insert: starts loading v's block; nothing
+//                                       off the owner                                                  local
+//   local_blocks()          any rank    a copy of this rank's blocks                                   local
+//   owner(v)                any rank    the team rank holding v's block (one hash)                     local
+//   bits(), blocks(), k()   any rank    the filter's shape                                             -
 //   clear()                 collective  zero every block                                           2B + local
-//   expected_false_positive_rate(n)     the theory of this blocked filter after n distinct inserts    local
+//   expected_false_positive_rate(n)
+//                           any rank    the theory of this blocked filter after n distinct inserts    local
 //
 // False positives: a query is a false positive when its k bits are set in its block. With n values spread over
 // b blocks, a block holds i values with probability Poisson(i; n/b); given i, the chance that the query's k
@@ -26,12 +32,12 @@
 //
 // Concurrency promises: insert and find are fully atomic with respect to each other (a fetch_or is atomic; a get of
 // one aligned 64-bit word sees the block before or after each fetch_or). local_insert is the owner-computes form
-// (send v to owner(v), e.g. with shoal::async, and insert it there): no remote atomic and no MPI call, on either
+// (send v to owner(v), e.g. with shoal::post, and insert it there): no remote atomic and no MPI call, on either
 // path, but it is not atomic with respect to insert() from other ranks, so a filter takes all its inserts one way
 // or the other; find() stays exact once the inserts are complete (after a barrier).
 //
-// Errors: shoal::usage_error for zero bits or k outside [1, 64], and for local_insert of a value another rank owns; shoal::heap_exhausted when the blocks do not fit
-// (raise SHOAL_HEAP_SIZE).
+// Errors: shoal::usage_error for zero bits or k outside [1, 64], and for local_insert of a value another rank
+// owns; shoal::heap_exhausted when the blocks do not fit (raise SHOAL_HEAP_SIZE).
 //
 // Example:
 //   shoal::bloom_filter<std::string> seen(1 << 24, 6);   // collective: 16 Mbit, 6 bits per value
@@ -57,7 +63,9 @@
 
 namespace shoal {
 
+/// Options of a bloom_filter (every field defaulted).
 struct bloom_filter_options {
+  /// Seed of the block and bit hashes; any value, the same on every rank.
   std::uint64_t seed = 0x6a09e667f3bcc909ull;
 };
 
@@ -76,7 +84,7 @@ class bloom_filter {
     blocks_ = (bits + block_bits - 1) / block_bits;
     per_rank_ = (blocks_ + p - 1) / p;
     parts_ = reg_.allocate_collective<std::uint64_t>(per_rank_);
-    clear_local();
+    local_clear();
     team.barrier();
   }
   bloom_filter(bloom_filter&& o) noexcept
@@ -116,7 +124,7 @@ class bloom_filter {
   }
 
   /// A hint before local_insert(v) on v's owner: starts loading v's block into the cache (does nothing elsewhere).
-  void prefetch_local(const T& v) const {
+  void local_prefetch(const T& v) const {
     const std::size_t block = block_of(hash_value(v, seed_));
     const auto r = block / per_rank_;
     if (r == static_cast<std::size_t>(reg_.rank())) __builtin_prefetch(parts_[r].local() + (block - r * per_rank_), 1);
@@ -132,7 +140,7 @@ class bloom_filter {
   void clear() {
     reg_.check();
     team().barrier();
-    clear_local();
+    local_clear();
     team().barrier();
   }
 
@@ -210,7 +218,7 @@ class bloom_filter {
     return {parts_[r] + static_cast<std::ptrdiff_t>(block - r * per_rank_), mask};
   }
 
-  void clear_local() {
+  void local_clear() {
     std::memset(parts_[static_cast<std::size_t>(reg_.rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
   }
 

@@ -1,26 +1,31 @@
 // shoal/containers/darray.hpp — shoal::darray<T>: BCL's DArray, a 1-D array block-distributed over every rank.
 //
 // Model: one-sided (RDMA), distributed over a team (default world()). Global index i lives on team rank
-// owner(i) = i / block_size(), where block_size() = ceil(size / team ranks); team rank r holds [r * block_size(), min(size, (r + 1) * block_size())), so the last
-// ranks may hold fewer (or no) elements. Elements start value-initialised (T{}).
+// owner(i) = i / block_size(), where block_size() = ceil(size / team ranks); team rank r holds
+// owned_range(r) = [r * block_size(), min(size, (r + 1) * block_size())), so the last ranks may hold fewer (or no)
+// elements. Elements start value-initialised (T{}).
 //
-// Operations (k = ranks a range spans; R read, W write, B barrier, l local work):
+// Operations (k = ranks a range spans; R read, W write, B barrier, l local work). Who: collective = every rank of
+// the team, in the same order; any rank = one rank's call, no other rank takes part:
 //   darray<T> d(size, team = world())      collective  B + allgather   every rank of the team allocates its block
-//   d.get(i) / d.put(i, v)                 no          R / W           blocking; put complete at the owner
-//   d.get(first, span out)                 no          k R             the pieces on all k owners are read at once
-//   d.put(first, span in)                  no          k W + k flush   complete at every owner on return
-//   d.owner(i), d.local_range()            no          -               arithmetic
-//   d.local_span()                         no          l               this rank's elements
-//   d.for_each_local(fn(i, T&))            no          l               visits this rank's elements with global index
-//   d.ptr(i)                               no          -               global_ptr<T> for async_get / atomics
-//   ~darray                                collective  B               then each rank frees its block (no-op after finalize)
+//   d.get(i) / d.put(i, v)                 any rank    R / W           blocking; put complete at the owner
+//   d.get(first, span out)                 any rank    k R             the pieces on all k owners are read at once
+//   d.put(first, span in)                  any rank    k W + k flush   complete at every owner on return
+//   d.size(), d.block_size()               any rank    -               elements of the whole array / per rank
+//   d.owner(i), d.owned_range(r)           any rank    -               arithmetic (r: any team rank)
+//   d.local_range(), d.local_size()        any rank    -               this rank's indices / element count
+//   d.local_span()                         any rank    l               this rank's elements
+//   d.local_for_each(fn(i, T&))            any rank    l               visits this rank's elements with global index
+//   d.ptr(i)                               any rank    -               global_ptr<T> for async_get / atomics
+//   ~darray                                collective  B               then each rank frees its block (no-op after
+//                                                                      finalize)
 // Concurrency: plain reads and writes; concurrent writes to one element race. Separate phases by a barrier.
 // Errors: usage_error (index out of range, a moved-from handle), heap_exhausted (raise SHOAL_HEAP_SIZE; on
 // every rank). Handles are move-only. T is trivially copyable (shoal::remote_storable).
 //
 // Example:
 //   shoal::darray<std::int64_t> d(1'000'000);
-//   d.for_each_local([](std::size_t i, std::int64_t& x) { x = static_cast<std::int64_t>(i); });
+//   d.local_for_each([](std::size_t i, std::int64_t& x) { x = static_cast<std::int64_t>(i); });
 //   shoal::barrier();
 //   std::vector<std::int64_t> window(100);
 //   d.get(499'950, window);              // may span two ranks
@@ -87,19 +92,22 @@ class darray {
     check(i, 1);
     return static_cast<int>(i / block_);
   }
-  /// The global indices held by team rank `rank` (default: this rank).
-  index_range local_range(int rank) const {
+  /// The global indices held by team rank `rank` (arithmetic; any rank may ask about any rank).
+  index_range owned_range(int rank) const {
     const std::size_t first = std::min(size_, static_cast<std::size_t>(rank) * block_);
     return {first, std::min(size_, first + block_)};
   }
-  index_range local_range() const { return local_range(reg_.rank()); }
+  /// The global indices held by this rank.
+  index_range local_range() const { return owned_range(reg_.rank()); }
+  /// The number of elements held by this rank (size() is the whole array's).
+  std::size_t local_size() const { return local_range().size(); }
   std::span<T> local_span() const {
     if (blocks_.empty()) return {};
     return {blocks_[static_cast<std::size_t>(reg_.rank())].local(), local_range().size()};
   }
   /// Calls fn(global_index, element&) for every element of this rank.
   template <class Fn>
-  void for_each_local(Fn&& fn) const {
+  void local_for_each(Fn&& fn) const {
     const auto range = local_range();
     auto span = local_span();
     for (std::size_t k = 0; k < span.size(); ++k) fn(range.first + k, span[k]);

@@ -7,28 +7,37 @@
 // shoal::local::linear for Litwin linear hashing) and, unless the result is ignored, sends one reply back. Messages
 // to one owner are aggregated into large buffers by the AM layer. Keys and values: any shoal::serializable type.
 //
-// Operations (none collective unless marked):
-//   insert(k, v) -> bool                 inserted (false: key present, value unchanged)
-//   insert_or_assign(k, v) -> bool       inserted (false: assigned)
-//   insert_or_update(k, v, fn) -> bool   inserted, else fn(V& stored, V v) runs at the owner
+// Operations. Who: collective = every rank of the map's team, in the same order; any rank = one rank's call, no
+// other rank's code takes part (the owner's handler runs inside its progress):
+//   dist_map(opts = {}, team = world())  collective  owners and servers are team ranks
+//   ~dist_map                            collective  completes this rank's operations, then B (a flush without the
+//                                                    error report); no-op after finalize (docs/design.md, "Lifetime")
+//   insert(k, v) -> bool                 any rank    inserted (false: key present, value unchanged)
+//   insert_or_assign(k, v) -> bool       any rank    inserted (false: assigned)
+//   insert_or_update(k, v, fn) -> bool   any rank    inserted, else fn(V& stored, V v) runs at the owner
 //   find(k) -> optional<V>, contains(k) -> bool
-//   erase(k) -> optional<V>              the removed value (CSE_Hash's delete returns what it removed)
-//   update(k, fn, args...)               fn(V&, args...) at the owner: optional<result> (bool if fn returns void)
-//   async_<op>(...) -> future<...>       the same, non-blocking
-//   async_<op>(shoal::ignore_result, ...)   fire-and-forget: completed by wait() / flush(), which report failures
+//                                        any rank
+//   erase(k) -> optional<V>              any rank    the removed value (CSE_Hash's delete returns what it removed)
+//   update(k, fn, args...)               any rank    fn(V&, args...) at the owner: optional<result> (bool if fn
+//                                                    returns void)
+//   async_<op>(...) -> future<...>       any rank    the same, non-blocking
+//   post_<op>(...) -> void               any rank    fire and forget (insert, insert_or_assign, insert_or_update,
+//                                                    erase, update): completed by wait() / flush(), which report
+//                                                    failures
 //   insert_batch(range of (k, v)) -> batch_insert_result, find_batch(keys) / erase_batch(keys) -> vector<optional<V>>
-//                                        (and async_ forms): one message per owner, replies merged in input order
-//   wait()                               completes this rank's operations (CSE_Hash HASH_Wait)
-//   flush()                    COLLECTIVE  completes everyone's (HASH_Flush)
-//   serve() / close()          COLLECTIVE  service layout: servers serve until every client has closed
-//   local_for_each(fn), local_size()     this rank's shard only
-//   for_all(fn), reduce(identity, map, op), size()   COLLECTIVE (flush first)
-//   dist_map(opts = {}, team = world())   COLLECTIVE over the team; owners and servers are team ranks
-//   ~dist_map                  COLLECTIVE over the team: completes this rank's operations, then B (a flush without
-//                              the error report); no-op after finalize (docs/design.md, "Lifetime")
-//
+//                                        any rank    (and async_ forms): one message per owner, replies merged in
+//                                                    input order
+//   wait()                               any rank    completes this rank's operations (CSE_Hash HASH_Wait)
+//   flush()                              collective  completes everyone's (HASH_Flush)
+//   serve() / close()                    collective  service layout: the servers call serve(), every client calls
+//                                                    close(); the servers serve until every client has closed
+//   owner(k), is_owner(), team()         any rank    placement
+//   local_for_each(fn), local_size()     any rank    this rank's shard only: entries (key-value pairs) stored here
+//   size()                               collective  entries in the whole map (flush first)
+//   for_all(fn), reduce(identity, map, op)
+//                                        collective  flush first, then every rank's shard
 // Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
-//   single operation, owner remote       M = 2 (request, reply); ignore_result: M = 1
+//   single operation, owner remote       M = 2 (request, reply); post_<op>: M = 1
 //   single operation, owner is this rank  M = 0 (runs inline)
 //   batch of n keys over d owners         M = 2d
 //   wait()                                M = 2 per owner addressed since the last wait
@@ -40,12 +49,12 @@
 // rank sees it. Results of local_* calls reflect the operations applied so far.
 //
 // Errors: container_full when an insert does not fit under capacity_per_rank (single forms: from the future;
-// ignore_result forms: from wait / flush; batches return the exact counts instead); remote_error when fn throws at
-// the owner; usage_error for a bad layout or calling serve/close on the wrong ranks.
+// post_ forms: from wait / flush; batches and dist_multimap::try_insert return the exact counts instead);
+// remote_error when fn throws at the owner; usage_error for a bad layout or calling serve/close on the wrong ranks.
 //
 //   shoal::dist_map<std::uint64_t, std::string> m;                   // collective
 //   m.insert(42, "answer");
-//   m.async_insert(shoal::ignore_result, 7, "seven");                // fire and forget
+//   m.post_insert(7, "seven");                                       // fire and forget
 //   m.flush();                                                       // collective: everything is in
 //   std::optional<std::string> v = m.find(7);
 //   m.update(42, [](std::string& s, char c) { s += c; }, '!');       // runs at the owner
@@ -60,7 +69,9 @@
 #include <utility>
 #include <vector>
 
-#include "shoal/containers/detail/owner_table.hpp"
+#include "shoal/containers/detail/owner_container.hpp"
+#include "shoal/containers/dist_map_options.hpp"
+#include "shoal/containers/dist_map_results.hpp"
 #include "shoal/local/flat_table.hpp"
 #include "shoal/local/linear_hash_table.hpp"
 
@@ -78,7 +89,6 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
   using key_type = K;
   using mapped_type = V;
 
-  /// Collective.
   /// Collective over `team` (every rank of the team passes the same options; servers are team ranks).
   explicit dist_map(const dist_map_options& options = {}, const shoal::team& team = shoal::world())
       : base(options, "shoal::dist_map", team) {}
@@ -89,17 +99,14 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
   future<bool> async_insert(K key, V value) {
     return this->template call<insert_op, bool, inserted_or_full>(std::move(key), std::move(value));
   }
-  void async_insert(ignore_result_t, K key, V value) {
-    this->template post<insert_op>(std::move(key), std::move(value));
-  }
+  /// Fire and forget: no result; completed (and a refused insert reported) by wait() / flush().
+  void post_insert(K key, V value) { this->template post<insert_op>(std::move(key), std::move(value)); }
 
   bool insert_or_assign(const K& key, const V& value) { return async_insert_or_assign(key, value).get(); }
   future<bool> async_insert_or_assign(K key, V value) {
     return this->template call<assign_op, bool, inserted_or_full>(std::move(key), std::move(value));
   }
-  void async_insert_or_assign(ignore_result_t, K key, V value) {
-    this->template post<assign_op>(std::move(key), std::move(value));
-  }
+  void post_insert_or_assign(K key, V value) { this->template post<assign_op>(std::move(key), std::move(value)); }
 
   /// Inserts (key, value), or, if the key is present, runs fn(stored, value) at the owner.
   template <detail::owner_function F>
@@ -111,7 +118,7 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
     return this->template call<upsert_op<F>, bool, inserted_or_full>(std::move(key), std::move(value));
   }
   template <detail::owner_function F>
-  void async_insert_or_update(ignore_result_t, K key, V value, F) {
+  void post_insert_or_update(K key, V value, F) {
     this->template post<upsert_op<F>>(std::move(key), std::move(value));
   }
 
@@ -130,7 +137,7 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
   future<std::optional<V>> async_erase(K key) {
     return this->template call<erase_op, std::optional<V>, detail::identity>(std::move(key));
   }
-  void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
+  void post_erase(K key) { this->template post<erase_op>(std::move(key)); }
 
   // ---- batches (one message per owner) ---------------------------------------------------------------------------
 

@@ -2,24 +2,34 @@
 // holds a sequence of values (CSE_Hash's tables, where one insert stores n values under a key). Model: owner
 // computes, on active messages; the same engine, layouts, options and completion as shoal::dist_map.
 //
-// Operations (none collective unless marked):
-//   insert(k, values) -> size_t          appends the values; returns how many went in (fewer only when the owner
-//                                        reaches capacity_per_rank: CSE_Hash's request size n in, count out)
-//   insert(k, v) -> size_t               the same with one value (1, or 0 when full)
-//   insert_or_assign(k, values) -> bool  replaces the key's values; true when the key was new (container_full when
-//                                        the new values do not fit)
-//   find(k) -> vector<V>                 every value of the key, in insertion order (empty: absent)
+// Operations. Who (as in dist_map.hpp): collective = every rank of the team, in the same order; any rank = one
+// rank's call:
+//   dist_multimap(opts = {}, team = world()), ~dist_multimap
+//                                        collective  as dist_map's (the destructor: this rank's operations
+//                                                    complete, then B; no-op after finalize)
+//   try_insert(k, values | v) -> size_t  any rank    appends the values that fit; returns how many went in (fewer
+//                                                    only when the owner reaches capacity_per_rank: CSE_Hash's
+//                                                    request size n in, count out)
+//   insert(k, values | v)                any rank    appends all the values or none: container_full (nothing
+//                                                    stored) when they do not all fit under capacity_per_rank
+//   insert_or_assign(k, values) -> bool  any rank    replaces the key's values; true when the key was new
+//                                                    (container_full when the new values do not fit)
+//   find(k) -> vector<V>                 any rank    every value of the key, in insertion order (empty: absent)
 //   count(k) -> size_t, contains(k) -> bool
-//   erase(k) -> vector<V>                removes the key and returns its values (CSE_Hash's delete)
-//   update(k, fn, args...)               fn(std::vector<V>&, args...) at the owner (as dist_map::update)
-//   async_<op>(...) -> future<...>, async_<op>(shoal::ignore_result, ...): as dist_map
+//                                        any rank
+//   erase(k) -> vector<V>                any rank    removes the key and returns its values (CSE_Hash's delete)
+//   update(k, fn, args...)               any rank    fn(std::vector<V>&, args...) at the owner (as dist_map::update)
+//   async_<op>(...) -> future<...>, post_<op>(...) (insert, erase, update)
+//                                        any rank    as dist_map
 //   insert_batch(range of (k, v)) -> batch_insert_result; find_batch(keys) / erase_batch(keys) -> vector<vector<V>>
-//   wait(), flush(), serve(), close(), local_for_each, local_size (values stored here), for_all, reduce, size:
-//                                        as dist_map (see dist_map.hpp), collective where marked there
-//   dist_multimap(opts = {}, team = world()), ~dist_multimap   COLLECTIVE over the team, as dist_map's (the
-//                                        destructor: this rank's operations complete, then B; no-op after finalize)
+//                                        any rank
+//   wait(), local_for_each, local_size   any rank    as dist_map
+//   flush(), serve() / close(), for_all, reduce, size
+//                                        collective  as dist_map
+// Sizes count key-value pairs, as std::unordered_multimap::size: a key with three values counts 3 in size() (the
+// whole map) and in local_size() (the pairs stored on this rank).
 //
-// Cost: as dist_map — a remote operation is M = 2 (M = 1 with ignore_result), a batch 2 per owner, wait() 2 per
+// Cost: as dist_map — a remote operation is M = 2 (M = 1 for post_<op>), a batch 2 per owner, wait() 2 per
 // owner addressed, flush() one barrier more. Values of one key travel together, so a request of n values is one
 // message.
 // Concurrency: as dist_map; the values of a key keep the order in which their inserts reached the owner.
@@ -27,7 +37,8 @@
 //
 //   shoal::dist_multimap<std::uint32_t, double> rows;                // collective
 //   std::vector<double> row = {1.0, 2.0, 3.0};
-//   std::size_t stored = rows.insert(7, row);                         // 3 unless the owner is full
+//   std::size_t stored = rows.try_insert(7, row);                     // 3 unless the owner is full
+//   rows.insert(8, row);                                              // all three, or container_full
 //   rows.flush();                                                     // collective
 //   std::vector<double> values = rows.erase(7);                       // {1, 2, 3}, and the key is gone
 #pragma once
@@ -40,7 +51,9 @@
 #include <utility>
 #include <vector>
 
-#include "shoal/containers/detail/owner_table.hpp"
+#include "shoal/containers/detail/owner_container.hpp"
+#include "shoal/containers/dist_map_options.hpp"
+#include "shoal/containers/dist_map_results.hpp"
 #include "shoal/local/flat_table.hpp"
 #include "shoal/local/linear_hash_table.hpp"
 
@@ -59,27 +72,34 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   using key_type = K;
   using mapped_type = V;
 
-  /// Collective.
   /// Collective over `team` (every rank of the team passes the same options; servers are team ranks).
   explicit dist_multimap(const dist_map_options& options = {}, const shoal::team& team = shoal::world())
       : base(options, "shoal::dist_multimap", team) {}
 
   // ---- single operations -----------------------------------------------------------------------------------------
 
-  std::size_t insert(const K& key, std::span<const V> vs) { return async_insert(key, vs).get(); }
-  std::size_t insert(const K& key, const V& v) { return insert(key, std::span<const V>(&v, 1)); }
-  future<std::size_t> async_insert(K key, std::span<const V> vs) {
+  /// Appends the values that fit under capacity_per_rank; returns how many went in (CSE_Hash: n in, count out).
+  std::size_t try_insert(const K& key, std::span<const V> vs) { return async_try_insert(key, vs).get(); }
+  std::size_t try_insert(const K& key, const V& v) { return try_insert(key, std::span<const V>(&v, 1)); }
+  future<std::size_t> async_try_insert(K key, std::span<const V> vs) {
     return this->template call<append_op, std::size_t, inserted_count>(std::move(key), values(vs.begin(), vs.end()));
   }
-  future<std::size_t> async_insert(K key, const V& v) {
-    return async_insert(std::move(key), std::span<const V>(&v, 1));
+  future<std::size_t> async_try_insert(K key, const V& v) {
+    return async_try_insert(std::move(key), std::span<const V>(&v, 1));
   }
-  void async_insert(ignore_result_t, K key, std::span<const V> vs) {
+
+  /// Appends all the values or none: container_full (nothing stored) when they do not all fit.
+  void insert(const K& key, std::span<const V> vs) { async_insert(key, vs).get(); }
+  void insert(const K& key, const V& v) { insert(key, std::span<const V>(&v, 1)); }
+  future<void> async_insert(K key, std::span<const V> vs) {
+    return this->template call<append_all_op, void, all_or_full>(std::move(key), values(vs.begin(), vs.end()));
+  }
+  future<void> async_insert(K key, const V& v) { return async_insert(std::move(key), std::span<const V>(&v, 1)); }
+  /// Fire and forget: no result; completed (and values that did not fit reported) by wait() / flush().
+  void post_insert(K key, std::span<const V> vs) {
     this->template post<append_op>(std::move(key), values(vs.begin(), vs.end()));
   }
-  void async_insert(ignore_result_t, K key, const V& v) {
-    async_insert(ignore_result, std::move(key), std::span<const V>(&v, 1));
-  }
+  void post_insert(K key, const V& v) { post_insert(std::move(key), std::span<const V>(&v, 1)); }
 
   bool insert_or_assign(const K& key, std::span<const V> vs) { return async_insert_or_assign(key, vs).get(); }
   future<bool> async_insert_or_assign(K key, std::span<const V> vs) {
@@ -102,7 +122,7 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   future<std::vector<V>> async_erase(K key) {
     return this->template call<erase_op, values, detail::identity>(std::move(key));
   }
-  void async_erase(ignore_result_t, K key) { this->template post<erase_op>(std::move(key)); }
+  void post_erase(K key) { this->template post<erase_op>(std::move(key)); }
 
   // ---- batches (one message per owner) ---------------------------------------------------------------------------
 
@@ -128,10 +148,13 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
 
  private:
   // Operations, applied at the owner.
-  struct append_op {
+  /// Appends the values that fit (All: all of them or none).
+  template <bool All>
+  struct append_values_op {
     using wire = batch_insert_result;
     static wire apply(engine& t, int, K key, values vs) {
-      const std::size_t fit = std::min(vs.size(), t.room());
+      std::size_t fit = std::min(vs.size(), t.room());
+      if (All && fit < vs.size()) fit = 0;
       batch_insert_result r{fit, 0, vs.size() - fit};
       if (fit == 0) return r;
       vs.resize(fit);
@@ -216,8 +239,22 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   using find_batch_op = detail::per_key_batch_op<find_op>;
   using erase_batch_op = detail::per_key_batch_op<erase_op>;
 
+  using append_op = append_values_op<false>;
+  using append_all_op = append_values_op<true>;
+
   struct inserted_count {
     std::size_t operator()(const batch_insert_result& r) const { return r.inserted; }
+  };
+  struct all_or_full {
+    detail::empty_value operator()(const batch_insert_result& r) const {
+      if (r.rejected != 0) {
+        throw container_full("shoal::dist_multimap::insert: " + std::to_string(r.rejected) +
+                             " value(s) do not fit: the owner would exceed capacity_per_rank entries (nothing was "
+                             "stored); raise dist_map_options::capacity_per_rank, or call try_insert, which stores "
+                             "the values that fit and returns how many");
+      }
+      return {};
+    }
   };
   struct inserted_or_full {
     bool operator()(status s) const {

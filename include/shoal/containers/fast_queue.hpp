@@ -7,16 +7,20 @@
 // For pushes and pops in the same phase use shoal::circular_queue.
 //
 // Operations (n = number of values; R read, W write, A atomic, B barrier, l local CPU work; "+ wrap" = one more W
-// or R when the values wrap around the end of the ring):
+// or R when the values wrap around the end of the ring). Who: collective = every rank of the queue's team, in the
+// same order; any rank = one rank's call; host only = the host's call alone:
 //   fast_queue<T> q(host, capacity, team = world())  collective  B + 2 broadcasts  allocates on the host (a team rank)
-//   q.push(v) / q.push(span)          no           A + W (+ wrap)        false (nothing written) if it does not fit
-//   q.async_push(std::vector<T>)      no           A + W started         future<bool>: true once the values are at
+//   q.try_push(v) / q.try_push(span)  any rank     A + W (+ wrap)        false (nothing written) if it does not fit
+//   q.push(v) / q.push(span)          any rank     A + W (+ wrap)        as try_push; container_full if it does not
+//                                                                          fit (nothing written)
+//   q.async_try_push(std::vector<T>)  any rank     A + W started         future<bool>: true once the values are at
 //                                                                          the host; ready false if it does not fit
-//   q.pop() / q.pop(out, n)           no           A + R (+ wrap)        std::optional / count appended to out (up
+//   q.try_pop() / q.try_pop(out, n)   any rank     A + R (+ wrap)        std::optional / count appended to out (up
 //                                                                          to n, fewer when fewer are there)
 //   push / pop with promise::local    host only    l                     memcpy and local counters, no remote op
-//   q.size()                          no           2 A                   exact between phases (0 while pops that
-//                                                                          do not fit are handing slots back)
+//   q.size(), q.empty()               any rank     2 A                   values in the queue, exact between phases
+//                                                                          (0 while pops that do not fit are handing
+//                                                                          slots back)
 //   q.resize(capacity)                collective   2 B + l               keeps the values; capacity >= size()
 //   q.migrate(new_host)               collective   2 B + n R + 2 A       keeps the values
 //   ~fast_queue                       collective   B                     then the host frees (no-op after finalize)
@@ -25,13 +29,14 @@
 // empty one) costs 1 A and changes nothing; when this handle's cached counters are stale it claims first and hands
 // the slots back: 3 A.
 //
-// Concurrency promises (containers/promise.hpp): push defaults to promise::push and pop to promise::pop (the
+// Concurrency promises (containers/promise.hpp): pushes default to promise::push and pops to promise::pop (the
 // phase contract). promise::local (host only: only the host works on the queue in this phase) uses CPU operations
 // only. A wider promise (e.g. promise::push | promise::pop) is rejected with usage_error: use circular_queue.
 //
-// Full queue: push returns false ([[nodiscard]]) and writes nothing; the queue's capacity is the constructor's
-// argument (or resize). Near capacity, a push may also see "full" while another push that does not fit is handing
-// its slots back; values are never lost or overwritten. Empty queue: pop returns std::nullopt / 0.
+// Full queue: try_push returns false ([[nodiscard]]) and writes nothing, push throws container_full (naming the
+// capacity) and writes nothing; the queue's capacity is the constructor's argument (or resize). Near capacity, a
+// push may also see "full" while another push that does not fit is handing its slots back; values are never lost or
+// overwritten. Empty queue: try_pop returns std::nullopt / 0 (an empty queue is an answer, not an error).
 // Errors: usage_error (host rank outside the team, capacity 0, resize below size(), a moved-from handle, promise
 // misuse), heap_exhausted (the host's heap cannot hold the ring; raise SHOAL_HEAP_SIZE) — thrown on every rank.
 //
@@ -43,11 +48,11 @@
 //   std::vector<shoal::fast_queue<int>> queues;
 //   for (int r = 0; r < shoal::size(); ++r) queues.emplace_back(r, 1 << 20);   // collective, in the same order
 //   std::vector<int> mine = {1, 2, 3};
-//   if (!queues[0].push(std::span<const int>(mine))) throw std::runtime_error("queue full");
+//   queues[0].push(std::span<const int>(mine));                              // container_full if it is full
 //   shoal::barrier();                                                        // push phase ends
 //   if (shoal::rank() == 0) {
 //     std::vector<int> all;
-//     queues[0].pop(all, queues[0].capacity(), shoal::promise::local);       // 3 * size() values
+//     queues[0].try_pop(all, queues[0].capacity(), shoal::promise::local);   // 3 * size() values
 //   }
 #pragma once
 
@@ -82,27 +87,32 @@ class fast_queue {
   std::size_t capacity() const noexcept { return ring_.capacity(); }
 
   /// Pushes one value; false (nothing written) when the queue is full.
-  [[nodiscard]] bool push(const T& value, concurrency promised = promise::push) {
-    return push(std::span<const T>(&value, 1), promised);
+  [[nodiscard]] bool try_push(const T& value, concurrency promised = promise::push) {
+    return try_push(std::span<const T>(&value, 1), promised);
+  }
+  [[nodiscard]] bool try_push(const std::vector<T>& values, concurrency promised = promise::push) {
+    return try_push(std::span<const T>(values), promised);
+  }
+  /// Pushes all values or none; false when they do not all fit.
+  [[nodiscard]] bool try_push(std::span<const T> values, concurrency promised = promise::push) {
+    return push_all(values, promised, "try_push");
   }
 
-  /// Pushes all values or none; false when they do not all fit.
-  [[nodiscard]] bool push(std::span<const T> values, concurrency promised = promise::push) {
-    const auto path = checked_path(promised, promise::push, "push");
-    if (values.empty()) return true;
-    const auto r = ring_.reserve(path, tail, head, capacity(), values.size(), detail::claim::all_or_nothing);
-    if (r.count == 0) return false;
-    ring_.write(r, values.data(), path);
-    return true;
+  /// As try_push, but a queue without room for the values throws container_full (nothing written).
+  void push(const T& value, concurrency promised = promise::push) {
+    push(std::span<const T>(&value, 1), promised);
   }
-  [[nodiscard]] bool push(const std::vector<T>& values, concurrency promised = promise::push) {
-    return push(std::span<const T>(values), promised);
+  void push(const std::vector<T>& values, concurrency promised = promise::push) {
+    push(std::span<const T>(values), promised);
+  }
+  void push(std::span<const T> values, concurrency promised = promise::push) {
+    if (!push_all(values, promised, "push")) ring_.throw_full(values.size());
   }
 
   /// Claims slots now and starts writing; the future owns the values and becomes ready with true once they are at
   /// the host (so waiting for it, then a barrier, ends the push phase). Ready with false when they do not fit.
-  [[nodiscard]] future<bool> async_push(std::vector<T> values) {
-    checked_path(promise::push, promise::push, "async_push");
+  [[nodiscard]] future<bool> async_try_push(std::vector<T> values) {
+    checked_path(promise::push, promise::push, "async_try_push");
     if (values.empty()) return make_ready_future(true);
     auto r = ring_.reserve_in_phase(tail, head, capacity(), values.size(), detail::claim::all_or_nothing);
     if (r.count == 0) return make_ready_future(false);
@@ -110,8 +120,8 @@ class fast_queue {
   }
 
   /// Pops one value; std::nullopt when the queue is empty.
-  std::optional<T> pop(concurrency promised = promise::pop) {
-    const auto path = checked_path(promised, promise::pop, "pop");
+  std::optional<T> try_pop(concurrency promised = promise::pop) {
+    const auto path = checked_path(promised, promise::pop, "try_pop");
     const auto r = claim_pop(path, 1);
     if (r.count == 0) return std::nullopt;
     T value;
@@ -120,8 +130,8 @@ class fast_queue {
   }
 
   /// Pops up to n values and appends them to out; returns how many (0 when empty).
-  std::size_t pop(std::vector<T>& out, std::size_t n, concurrency promised = promise::pop) {
-    const auto path = checked_path(promised, promise::pop, "pop");
+  std::size_t try_pop(std::vector<T>& out, std::size_t n, concurrency promised = promise::pop) {
+    const auto path = checked_path(promised, promise::pop, "try_pop");
     const auto r = claim_pop(path, n);
     out.resize(out.size() + r.count);
     ring_.read(r, out.data() + (out.size() - r.count), path);
@@ -140,6 +150,15 @@ class fast_queue {
  private:
   static constexpr auto head = detail::ring_word::head;
   static constexpr auto tail = detail::ring_word::tail;
+
+  bool push_all(std::span<const T> values, concurrency promised, const char* name) {
+    const auto path = checked_path(promised, promise::push, name);
+    if (values.empty()) return true;
+    const auto r = ring_.reserve(path, tail, head, capacity(), values.size(), detail::claim::all_or_nothing);
+    if (r.count == 0) return false;
+    ring_.write(r, values.data(), path);
+    return true;
+  }
 
   detail::queue_path checked_path(concurrency promised, concurrency operation, const char* name) const {
     const auto path = detail::select_queue_path(promised, operation);

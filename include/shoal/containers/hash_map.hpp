@@ -14,31 +14,34 @@
 // (same_op_no_op) lets an implementation assume that concurrent atomics on one word use one operation — MPICH relies
 // on it, and mixing fetch_add, XOR and CAS on a word loses updates there. Each CAS guesses the common value (a
 // reader enters "ready, no reader" and leaves "ready, one reader"), so the common case costs what fetch_add / XOR
-// would. Keys and values are stored as described in detail/stored.hpp: trivially
+// would. Keys and values are stored as described in containers/storage.hpp: trivially
 // copyable types inline, shoal::fixed<T, N> inline serialized, other types (std::string, std::vector, cereal types)
 // as blobs.
 //
-// Operations (collective = every rank calls it; the others are one rank's calls). Costs per probed bucket, best
+// Operations. Who: collective = every rank of the map's team, in the same order; any rank = one rank's call, no
+// other rank takes part; owner only = only the rank that owns the key may call it. Costs per probed bucket, best
 // case is one probe; A remote atomic, R remote read, W remote write (+ flush), B barrier; a blob key or value adds
 // one R when it is read:
 //   hash_map(capacity, opts = {}, team = world())
 //                                         collective  allocate and clear on the team's ranks            B
 //   ~hash_map                             collective  then each rank frees its part and blobs (no-op after
 //                                                     finalize)                                          B
-//   insert(k, v)                          no          CAS free->reserved, put key and value, CAS ->ready
+//   insert(k, v)                          any rank    CAS free->reserved, put key and value, CAS ->ready
 //                                                     2A + W; on a ready bucket of another key: A + R, next
-//   insert(k, v, promise::local)          no          the calling rank must own k; plain CPU stores     local
-//   insert_or_assign(k, v [, local])      no          as insert; an existing key: R + 2A (exclusive CAS, CAS) + W
-//   find(k)                               no          CAS reader in, get entry, CAS reader out         2A + R
+//   insert(k, v, promise::local)          owner only  plain CPU stores (usage_error on another rank)   local
+//   insert_or_assign(k, v [, local])      any rank    as insert; an existing key: R + 2A (exclusive CAS, CAS) + W
+//                                         (owner only with promise::local)
+//   find(k)                               any rank    CAS reader in, get entry, CAS reader out         2A + R
 //                                                     (a free or erased bucket: A)
-//   find(k, promise::find)                no          one get of the whole bucket                      R
-//   prefetch(k)                           no          a hint before find: loads k's home bucket into the cache
+//   find(k, promise::find)                any rank    one get of the whole bucket                      R
+//   prefetch(k)                           any rank    a hint before find: loads k's home bucket into the cache
 //                                                     where it is mapped here (own part, same-host shm)  local
-//   prefetch_local(k)                     no          the same before a promise::local insert (owner)  local
-//   erase(k)                              no          load, get key, CAS ready->reserved, get value, CAS ->erased
+//   erase(k)                              any rank    load, get key, CAS ready->reserved, get value, CAS ->erased
 //                                                     3A + 2R
-//   size()                                collective  count ready buckets of every part                B + local scan
-//   local_size()                          no          the calling rank's part                          local scan
+//   owner(k), capacity(), probe_count()   any rank    arithmetic / this rank's counter                 -
+//   local_prefetch(k)                     any rank    a cache hint before a local insert; nothing off the owner
+//   size()                                collective  entries in the whole table                      B + local scan
+//   local_size()                          any rank    entries in the calling rank's part               local scan
 //   resize(new_capacity)                  collective  rehash every live entry into a new array        2B + n(2A + W)
 //   reclaim()                             collective  return released blobs of other ranks to them    B
 // A miss stops at the first free bucket of the probe sequence: its cost is the probe length, never the table
@@ -82,6 +85,7 @@
 #include <vector>
 
 #include "shoal/containers/detail/stored.hpp"
+#include "shoal/containers/storage.hpp"
 #include "shoal/core/detail/registry.hpp"
 #include "shoal/containers/promise.hpp"
 #include "shoal/core/error.hpp"
@@ -93,8 +97,9 @@
 
 namespace shoal {
 
+/// Options of a hash_map (every field defaulted).
 struct hash_map_options {
-  /// Seed of the placement hash (all ranks must agree).
+  /// Seed of the placement hash; any value, the same on every rank.
   std::uint64_t seed = 0x9e3779b97f4a7c15ull;
 };
 
@@ -142,7 +147,7 @@ class hash_map {
   std::uint64_t probe_count() const { return probes_; }
 
   /// A hint before a promise::local insert of a key this rank owns: starts loading its home bucket into the cache.
-  void prefetch_local(const key_type& key) const {
+  void local_prefetch(const key_type& key) const {
     const auto where = placement(hash_value(key, seed_));
     if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(parts_[me()].local() + where.home, 1);
   }
@@ -152,11 +157,7 @@ class hash_map {
   /// caller with many independent finds (e.g. many walks in flight) overlap their cache misses.
   void prefetch(const key_type& key) const {
     const auto where = placement(hash_value(key, seed_));
-    const auto b = parts_[static_cast<std::size_t>(where.rank)] + static_cast<std::ptrdiff_t>(where.home);
-    if (const std::byte* at = detail::mapped(detail::rt(), b.rank(), b.offset())) {
-      __builtin_prefetch(at);
-      __builtin_prefetch(at + sizeof(bucket) - 1);  // a peer's mapped base need not be line-aligned
-    }
+    shoal::prefetch(parts_[static_cast<std::size_t>(where.rank)] + static_cast<std::ptrdiff_t>(where.home));
   }
 
   /// Inserts (key, value) if key is absent. Returns true when inserted, false when key was already present (the
@@ -206,7 +207,7 @@ class hash_map {
     return erased;
   }
 
-  /// Entries in this rank's part (exact when no operation is in flight). Local.
+  /// Entries in this rank's part (exact when no operation is in flight). Any rank, no communication.
   std::size_t local_size() const {
     std::size_t n = 0;
     const bucket* base = parts_[me()].local();
@@ -339,13 +340,14 @@ class hash_map {
         .template reinterpret<stored_value>();
   }
 
-  // Spins (making progress) while a writer holds the bucket; returns the status it then sees.
+  // Waits (making progress) while a writer holds the bucket; returns the status it then sees.
   static std::uint32_t wait_until_written(global_ptr<std::uint32_t> st) {
-    for (;;) {
-      const auto seen = atomic_load(st);
-      if ((seen & state_mask) != reserved_state) return seen;
-      progress();
-    }
+    std::uint32_t seen = 0;
+    wait_until([&] {
+      seen = atomic_load(st);
+      return (seen & state_mask) != reserved_state;
+    });
+    return seen;
   }
 
   // Replaces the state bits `from` by `to`, keeping any reader count (one CAS when the guess holds).
@@ -381,16 +383,19 @@ class hash_map {
   // Takes a ready bucket exclusively (ready with no reader -> reserved). Returns reserved_state on success, else
   // the status of a bucket that stopped being ready.
   static std::uint32_t acquire_exclusive(global_ptr<std::uint32_t> st) {
-    for (;;) {
+    std::uint32_t outcome = reserved_state;
+    wait_until([&] {
       const auto seen = compare_exchange(st, ready_state, reserved_state);
-      if (seen == ready_state) return reserved_state;
+      if (seen == ready_state) return true;
       if ((seen & state_mask) == reserved_state) {
         wait_until_written(st);
-        continue;
+        return false;
       }
-      if ((seen & state_mask) != ready_state) return seen;
-      progress();  // readers inside: wait for them to leave
-    }
+      if ((seen & state_mask) == ready_state) return false;  // readers inside: wait for them to leave
+      outcome = seen;
+      return true;
+    });
+    return outcome;
   }
 
   [[noreturn]] void throw_full(const place& where) const {
@@ -481,7 +486,7 @@ class hash_map {
         switch (whole.status & state_mask) {
           case free_state: return true;
           case erased_state: return false;
-          case reserved_state: progress(); continue;  // only with a broken promise
+          case reserved_state: wait_until_written(status_of(b)); continue;  // only with a broken promise
           default: break;
         }
         if (!key_storage::matches(whole.e.key, probe_key)) return false;

@@ -1,18 +1,20 @@
 // shoal/containers/hash_map_buffer.hpp — buffered inserts into a hash_map (BCL §5.3).
 //
-// Model: one-sided, distributed. insert / insert_or_assign only append a record (operation, key, value) to a local
-// buffer for the key's owner. A buffer that reaches `message_bytes` is shipped into a mailbox hosted in the owner's
-// heap (one fetch_add to reserve a slot, one put). flush() — collective — ships the rest, then every owner applies
-// the records it received with the local insert path (hash_map::insert(k, v, promise::local): plain CPU stores, no
-// remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
+// Model: one-sided, distributed. post_insert / post_insert_or_assign only append a record (operation, key, value) to
+// a local buffer for the key's owner. A buffer that reaches `message_bytes` is shipped into a mailbox hosted in the
+// owner's heap (one fetch_add to reserve a slot, one put). flush() — collective — ships the rest, then every owner
+// applies the records it received with the local insert path (hash_map::insert(k, v, promise::local): plain CPU
+// stores, no remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
 //
-// Operations and costs (per record unless stated; M = one shipped message of up to message_bytes):
-//   hash_map_buffer(map, opts)   collective  allocate the mailboxes on the map's team       B
-//   ~hash_map_buffer             collective  then each rank frees its mailbox (no-op after finalize)   B
-//   insert(k, v)                 no          buffer; every message_bytes: A + W            local
-//   insert_or_assign(k, v)       no          the same
-//   flush()                      collective  ship the rest, barrier, apply locally         B + M(A + W) + local
-//                                            (one more round of B per full mailbox)
+// Operations and costs (per record unless stated; M = one shipped message of up to message_bytes). Who: collective
+// = every rank of the map's team, in the same order; any rank = one rank's call:
+//   hash_map_buffer(map, opts)     collective  allocate the mailboxes on the map's team       B
+//   ~hash_map_buffer               collective  then each rank frees its mailbox (no-op after finalize)   B
+//   post_insert(k, v)              any rank    buffer; every message_bytes: A + W            local
+//   post_insert_or_assign(k, v)    any rank    the same
+//   flush()                        collective  ship the rest, barrier, apply locally         B + M(A + W) + local
+//                                              (one more round of B per full mailbox)
+// post_* = fire and forget: no result per record; flush() completes them and reports what did not fit.
 //
 // Ordering rules. Until flush() returns, a buffered record is invisible: finds do not see it and it does not see
 // the table. flush() applies, on every owner, the records in the order (source rank, that rank's issue order), so
@@ -26,13 +28,14 @@
 //
 // Errors: shoal::container_full from flush() on every rank when any owner's block is full (every record that fits
 // is still applied);
-// shoal::usage_error when one record is larger than message_bytes (the message names the option).
+// shoal::usage_error when one record is larger than message_bytes (the message names the option), and for options
+// out of range (message_bytes or mailbox_messages outside [1, 2^31); the message names the field).
 //
 // Example:
 //   shoal::hash_map<std::uint64_t, std::uint64_t> map(1 << 20);
-//   shoal::hash_map_buffer buffer(map);          // collective
-//   for (auto k : my_keys) buffer.insert(k, 1);  // local until a message fills
-//   buffer.flush();                              // collective: every insert is in the table on return
+//   shoal::hash_map_buffer buffer(map);               // collective
+//   for (auto k : my_keys) buffer.post_insert(k, 1);  // local until a message fills
+//   buffer.flush();                                   // collective: every insert is in the table on return
 #pragma once
 
 #include <cstddef>
@@ -42,15 +45,17 @@
 #include <vector>
 
 #include "shoal/containers/detail/message_exchange.hpp"
+#include "shoal/containers/detail/option_check.hpp"
 #include "shoal/containers/hash_map.hpp"
 #include "shoal/core/team.hpp"
 
 namespace shoal {
 
+/// Options of a hash_map_buffer (every field defaulted; checked at construction).
 struct hash_map_buffer_options {
-  /// Payload bytes of one shipped message (the unit of aggregation).
+  /// Payload bytes of one shipped message (the unit of aggregation), in [1, 2^31).
   std::size_t message_bytes = std::size_t{64} << 10;
-  /// Messages each rank's mailbox holds between two flushes; more arrive in extra rounds of flush().
+  /// Messages each rank's mailbox holds between two flushes, in [1, 2^31); more arrive in extra rounds of flush().
   std::size_t mailbox_messages = 128;
 };
 
@@ -62,13 +67,14 @@ class hash_map_buffer {
 
   /// Collective.
   explicit hash_map_buffer(hash_map<K, V>& map, hash_map_buffer_options opts = {})
-      : map_(map), exchange_(opts.message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer", map.team()) {}
+      : map_(map), exchange_(validated(opts).message_bytes, opts.mailbox_messages, "shoal::hash_map_buffer",
+                             map.team()) {}
 
   /// Buffers an insert (applied at flush(); the first record of a key wins).
-  void insert(const key_type& key, const mapped_type& value) { append(insert_op, key, value); }
+  void post_insert(const key_type& key, const mapped_type& value) { append(insert_op, key, value); }
 
   /// Buffers an insert_or_assign (applied at flush(); the last record of a key wins).
-  void insert_or_assign(const key_type& key, const mapped_type& value) { append(assign_op, key, value); }
+  void post_insert_or_assign(const key_type& key, const mapped_type& value) { append(assign_op, key, value); }
 
   /// Collective: completes every buffered record on every rank. Returns the number of keys that were new to the
   /// table, summed over all ranks.
@@ -85,9 +91,9 @@ class hash_map_buffer {
         records.push_back(record{op, std::move(key), r.read<mapped_type>()});
       }
       // The table is larger than the caches: load the home bucket a few records ahead.
-      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.prefetch_local(records[i].key);
+      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.local_prefetch(records[i].key);
       for (std::size_t i = 0; i < records.size(); ++i) {
-        if (i + prefetch_distance < records.size()) map_.prefetch_local(records[i + prefetch_distance].key);
+        if (i + prefetch_distance < records.size()) map_.local_prefetch(records[i + prefetch_distance].key);
         const auto& rec = records[i];
         try {
           const bool fresh = rec.op == insert_op ? map_.insert(rec.key, rec.value, promise::local)
@@ -109,6 +115,14 @@ class hash_map_buffer {
   }
 
  private:
+  static const hash_map_buffer_options& validated(const hash_map_buffer_options& o) {
+    detail::check_option(o.message_bytes >= 1 && o.message_bytes < (std::size_t{1} << 31),
+                         "hash_map_buffer_options::message_bytes", "in [1, 2^31) bytes", o.message_bytes);
+    detail::check_option(o.mailbox_messages >= 1 && o.mailbox_messages < (std::size_t{1} << 31),
+                         "hash_map_buffer_options::mailbox_messages", "in [1, 2^31)", o.mailbox_messages);
+    return o;
+  }
+
   static constexpr std::uint8_t insert_op = 0, assign_op = 1;
   static constexpr std::size_t prefetch_distance = 16;
   struct record {

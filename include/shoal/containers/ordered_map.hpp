@@ -7,16 +7,28 @@
 // forwarded forward-only from node to node; the node that reaches the answer replies to the client directly. Every
 // request is handled atomically by the node it reaches (one handler on the owning rank).
 //
-// Operations (none collective unless marked; blocking forms wait, making progress; async_ forms return a future):
-//   find(k) -> optional<V>                     insert(k, v) -> bool (false: k present)    erase(k) -> bool
-//   lower_bound(k) / successor(k) -> optional<pair<K,V>>   (first key >= k / > k)
-//   range(lo, hi) -> vector<pair<K,V>>         ordered, inclusive; every node holding part of it answers
-//   range("4.[2,8].3.[1,3]") / range(key_box)  tuple/array-of-integer keys: per-dimension values and intervals
-//   wait()                                     this rank's operations all complete
-//   size()            COLLECTIVE               key-values in the map (after a quiescence barrier)
-//   set_consistency(c) / set_asynchrony(k)  COLLECTIVE  change the semantics / k between quiescent points
-//   ordered_map(opts = {}, team = world())   COLLECTIVE over the team (nodes on its ranks)
-//   ~ordered_map()    COLLECTIVE over the team: wait, quiescence of the team's messages, B; no-op after finalize
+// Operations (blocking forms wait, making progress; async_ forms return a future). Who: collective = every rank of
+// the map's team, in the same order; any rank = one rank's call (other ranks' nodes answer inside their progress):
+//   ordered_map(opts = {}, team = world())  collective  the nodes live on the team's ranks
+//   ~ordered_map()                     collective  wait, quiescence of the team's messages, B; no-op after finalize
+//   find(k) -> optional<V>, contains(k) -> bool
+//                                      any rank
+//   insert(k, v) -> bool               any rank    false: k present (its value is left unchanged)
+//   erase(k) -> bool                   any rank    false: k absent
+//   lower_bound(k) / successor(k) -> optional<pair<K,V>>
+//                                      any rank    first key >= k / > k
+//   range(lo, hi) -> vector<pair<K,V>> any rank    ordered, inclusive; every node holding part of it answers
+//   range("4.[2,8].3.[1,3]") / range(key_box)
+//                                      any rank    tuple/array-of-integer keys: per-dimension values and intervals
+//   async_<op>(...) -> future<...>     any rank    the same, non-blocking (async_operation: any raw operation)
+//   wait()                             any rank    this rank's operations all complete
+//   barrier()                          collective  every rank's operations complete, no message in flight
+//   size()                             collective  key-values in the whole map (after a quiescence barrier)
+//   local_size(), local_nodes()        any rank    key-values / nodes stored on this rank
+//   set_consistency(c) / set_asynchrony(k)
+//                                      collective  change the semantics / k between quiescent points
+//   window(), options(), stats()       any rank    this rank's client window, the options, its counters
+//   local_add_shortcut(min, node, h)   any rank    tests only: a (possibly stale) shortcut on this rank's board
 //
 // Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
@@ -43,7 +55,11 @@
 //   Whatever the semantics, each operation is atomic and correct; a stale shortcut fails over to the head.
 //
 // Errors: shoal::container_full from an insert when every rank's nodes are in use (raise nodes_per_rank or
-// granularity in ordered_map_options); shoal::usage_error for a malformed range text.
+// granularity in ordered_map_options); shoal::usage_error for options out of range (the constructor runs
+// ordered_map_options::validate(), which names the field) and for a malformed range text.
+//
+// Types: ordered_map_options and consistency (ordered_map_options.hpp), key_box (key_box.hpp), the low-level
+// operation / operation_result and stats() counters (ordered_map_operation.hpp).
 //
 // Example:
 //   shoal::ordered_map<long, double> m;                         // collective
@@ -66,10 +82,12 @@
 #include <vector>
 
 #include "shoal/am.hpp"
-#include "shoal/core/detail/registry.hpp"
-#include "shoal/containers/detail/ordered_map/key_range.hpp"
-#include "shoal/containers/detail/ordered_map/options.hpp"
+#include "shoal/am/team_scope.hpp"
 #include "shoal/containers/detail/ordered_map/service.hpp"
+#include "shoal/containers/key_box.hpp"
+#include "shoal/containers/ordered_map_operation.hpp"
+#include "shoal/containers/ordered_map_options.hpp"
+#include "shoal/core/detail/registry.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/team.hpp"
@@ -95,16 +113,14 @@ class ordered_map {
   using key_type = K;
   using mapped_type = V;
   using value_type = std::pair<K, V>;
-  using operation = detail::ordered_map::op_spec<K, V>;
-  using operation_result = detail::ordered_map::op_result<K, V>;
+  using operation = ordered_map_operation<K, V>;
+  using operation_result = ordered_map_operation_result<K, V>;
 
-  /// COLLECTIVE over `team`: the map's nodes live on the team's ranks; its messages carry the team's id, so its
+  /// Collective over `team`: the map's nodes live on the team's ranks; its messages carry the team's id, so its
   /// quiescence barriers (barrier(), size(), the destructor) wait for the team's messages among its ranks only.
   explicit ordered_map(const ordered_map_options& opts = {}, const shoal::team& team = shoal::world())
       : reg_(team, "shoal::ordered_map"), opts_(opts) {
-    if (opts.granularity < 2) throw usage_error("shoal::ordered_map: granularity must be at least 2");
-    if (opts.max_height < 1 || opts.max_height > 64) throw usage_error("shoal::ordered_map: max_height in 1..64");
-    if (!(opts.tower_p > 0 && opts.tower_p < 1)) throw usage_error("shoal::ordered_map: tower_p in (0, 1)");
+    opts.validate();
     deliver_ = [this](std::span<const std::byte> bytes) { service_->deliver(bytes); };
     reg_.register_target(&deliver_);
     id_ = reg_.slot();
@@ -113,8 +129,8 @@ class ordered_map {
     net.ranks = team.size();
     const std::uint32_t id = id_;
     net.send = [id, team](int dst, std::vector<std::byte>&& bytes) {  // dst: a team rank
-      shoal::am::detail::team_scope scope(shoal::am::detail::get(), team.id());
-      shoal::async(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
+      shoal::am::team_scope scope(team);
+      shoal::post(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
     };
     net.flush = [] { shoal::am::flush(); };
     service_ = std::make_unique<service_type>(opts, std::move(net));
@@ -124,7 +140,7 @@ class ordered_map {
   ordered_map(const ordered_map&) = delete;
   ordered_map& operator=(const ordered_map&) = delete;
 
-  /// COLLECTIVE: waits for this rank's operations, then for every message everywhere; then reg_ frees the handler
+  /// Collective: waits for this rank's operations, then for every message everywhere; then reg_ frees the handler
   /// slot. Nothing after the environment has ended (docs/design.md, "Lifetime").
   ~ordered_map() {
     if (!shoal::detail::run_is_live(reg_.run())) return;
@@ -147,14 +163,14 @@ class ordered_map {
   /// True when inserted, false when the key was present (its value is left unchanged).
   future<bool> async_insert(const K& key, const V& value) {
     return submit<bool>({op_kind::insert, key, {}, value, {}},
-                        [](operation_result&& r) { return r.st == detail::ordered_map::status::ok; });
+                        [](operation_result&& r) { return r.st == ordered_map_status::ok; });
   }
   bool insert(const K& key, const V& value) { return async_insert(key, value).get(); }
 
   /// True when the key was present.
   future<bool> async_erase(const K& key) {
     return submit<bool>({op_kind::erase, key, {}, {}, {}},
-                        [](operation_result&& r) { return r.st == detail::ordered_map::status::ok; });
+                        [](operation_result&& r) { return r.st == ordered_map_status::ok; });
   }
   bool erase(const K& key) { return async_erase(key).get(); }
 
@@ -198,12 +214,12 @@ class ordered_map {
 
   // ---- completion and inspection ---------------------------------------------------------------------------------
 
-  /// Waits until every operation of this rank has completed. Local.
+  /// Waits until every operation of this rank has completed. Any rank.
   void wait() {
     while (service_->outstanding() > 0) shoal::progress();
   }
 
-  /// COLLECTIVE: every operation of every rank has completed and no message is in flight.
+  /// Collective: every operation of every rank has completed and no message is in flight.
   void barrier() {
     wait();
     shoal::am::barrier(team());
@@ -211,14 +227,14 @@ class ordered_map {
 
   const shoal::team& team() const noexcept { return reg_.team(); }
 
-  /// COLLECTIVE: number of key-values.
+  /// Collective: the number of key-values in the whole map.
   std::size_t size() {
     barrier();
     return static_cast<std::size_t>(
         team().allreduce(static_cast<std::uint64_t>(service_->local_keys()), shoal::op::sum{}));
   }
 
-  /// COLLECTIVE: switches the consistency semantics (after a quiescence barrier).
+  /// Collective: switches the consistency semantics (after a quiescence barrier).
   void set_consistency(consistency c) {
     barrier();
     opts_.semantics = c;
@@ -226,7 +242,7 @@ class ordered_map {
     shoal::am::barrier(team());
   }
 
-  /// COLLECTIVE: changes k, the degree of asynchrony of every node (after a quiescence barrier; paper §1.2: "set or
+  /// Collective: changes k, the degree of asynchrony of every node (after a quiescence barrier; paper §1.2: "set or
   /// adjusted during execution").
   void set_asynchrony(std::size_t k) {
     barrier();
@@ -240,16 +256,16 @@ class ordered_map {
   /// The current client window W of this rank (adapted when options().adaptive_window).
   std::size_t window() const { return service_->window(); }
   const ordered_map_options& options() const { return opts_; }
-  const detail::ordered_map::service_stats& stats() const { return service_->stats(); }
+  const ordered_map_stats& stats() const { return service_->stats(); }
 
-  /// For tests: post a (possibly stale) shortcut on this rank's bulletin board.
-  void post_shortcut(const K& min, detail::ordered_map::node_ref node, int height) {
+  /// For tests: adds a (possibly stale) shortcut to this rank's bulletin board. Any rank.
+  void local_add_shortcut(const K& min, detail::ordered_map::node_ref node, int height) {
     service_->post_shortcut(min, node, height);
   }
 
  private:
   using service_type = detail::ordered_map::service<K, V>;
-  using op_kind = detail::ordered_map::op_kind;
+  using op_kind = ordered_map_op;
 
   static std::vector<value_type> to_pairs(operation_result&& r) {
     std::vector<value_type> out;
@@ -271,7 +287,7 @@ class ordered_map {
     reg_.check();
     auto state = std::make_shared<typename future<T>::state_type>();
     auto done = [state, convert](operation_result&& r) {
-      if (r.st == detail::ordered_map::status::list_full) {
+      if (r.st == ordered_map_status::list_full) {
         state->set_error(std::make_exception_ptr(container_full(
             "shoal::ordered_map: the list is full — every rank's nodes are in use (raise "
             "ordered_map_options::nodes_per_rank or ordered_map_options::granularity)")));

@@ -6,8 +6,8 @@
 //
 //   hash_map.find(k, promise::find)      only finds run concurrently: one remote get, no atomics (BCL Table 3d)
 //   hash_map.insert(k, v, promise::local) only this rank touches its own part: CPU operations only (Table 3b)
-//   circular_queue.push(v, promise::push) only pushes run concurrently (Table 4b)
-//   circular_queue.pop(v, promise::pop)   only pops run concurrently (Table 4e)
+//   circular_queue.try_push(v, promise::push) only pushes run concurrently (Table 4b)
+//   circular_queue.try_pop(promise::pop)      only pops run concurrently (Table 4e)
 //   ... promise::local                    only the owner works on a local structure (Table 4c / 4f)
 //
 // Promises combine with |:  promise::find | promise::insert. A promise that is broken (an insert while another rank

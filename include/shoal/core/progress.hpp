@@ -1,12 +1,20 @@
 // shoal/core/progress.hpp — make progress on outstanding communication.
 //
-// Every blocking shoal call makes progress while it waits; programs that poll (future::ready in a loop, a spin on
-// a local word) call shoal::progress() themselves. Layers above the core (active messages) register a hook here.
+// Every blocking shoal call makes progress while it waits; a program or a container that waits for a condition of
+// its own (a remote word to change, a local flag) calls shoal::wait_until(done), which polls the way every wait in
+// shoal does (docs/core.md, "How shoal waits"). Layers above the core (active messages) register a hook here.
+//
+//   progress()        any rank, any time   runs every progress hook once (delivers active messages, serves
+//                                          requests from other hosts)
+//   wait_until(done)  any rank, any time   calls done() until it returns true, making progress and backing off
+//                                          between calls (yield after 64 empty polls, then 20 us sleeps)
 #pragma once
 
 #include <chrono>
+#include <concepts>
 #include <thread>
 
+#include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/detail/runtime.hpp"
 
 namespace shoal {
@@ -80,3 +88,20 @@ inline void wait_request(MPI_Request& req) {
 }
 
 }  // namespace shoal::detail
+
+namespace shoal {
+
+/// Waits until `done()` returns true. Calls it at once; while it returns false, makes progress and backs off the way
+/// every wait in shoal does: after 64 calls in a row during which nothing arrived from another rank it yields the
+/// CPU, after 4,096 it sleeps 20 us per call (so a rank that shares its core with the rank it waits for lets that
+/// rank run); a call during which something arrived starts the count again. `done` runs on the calling thread and
+/// may itself communicate (a remote atomic, a get). Any rank, any time; inside an active-message handler the
+/// progress runs further handlers (docs/core.md, "How shoal waits").
+template <class Done>
+  requires std::predicate<Done&>
+void wait_until(Done&& done) {
+  detail::spin_waiter pause;
+  while (!done()) pause();
+}
+
+}  // namespace shoal

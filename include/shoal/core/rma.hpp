@@ -132,10 +132,59 @@ inline void message_put_bytes(const runtime& r, const void* src, int rank, std::
   }
 }
 
+// The blocking reads and writes of a target that is not mapped here. The common case of each — MPI RMA, one call's
+// worth of bytes, and for a read a job on one host, where MPI's own flush completes it — is inline: the MPI calls
+// and one compare per check, nothing else. Every other case (across hosts, by messages, more than 1 GiB) is out of
+// line, so that it adds neither code nor saved registers to the common one.
+
+[[gnu::noinline]] inline void remote_get_other(const runtime& r, void* dst, int rank, std::size_t offset,
+                                               std::size_t bytes) {
+  if (r.win != MPI_WIN_NULL) mpi_get_blocking(r, dst, rank, offset, bytes);
+  else message_get_bytes(r, dst, rank, offset, bytes);
+}
+
+inline void remote_get(const runtime& r, void* dst, int rank, std::size_t offset, std::size_t bytes) {
+  if (r.win != MPI_WIN_NULL && r.hosts == 1 && bytes <= max_chunk) [[likely]] {
+    const int n = static_cast<int>(bytes);
+    SHOAL_MPI(MPI_Get(dst, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset), n, MPI_BYTE, r.win));
+    SHOAL_MPI(MPI_Win_flush_local(rank, r.win));
+    return;
+  }
+  remote_get_other(r, dst, rank, offset, bytes);
+}
+
+[[gnu::noinline]] inline void remote_put_other(const runtime& r, const void* src, int rank, std::size_t offset,
+                                               std::size_t bytes) {
+  if (r.win != MPI_WIN_NULL) {
+    mpi_put_bytes(r, src, rank, offset, bytes);
+    SHOAL_MPI(MPI_Win_flush(rank, r.win));
+  } else {
+    message_put_bytes(r, src, rank, offset, bytes);
+    r.messages->complete_puts(rank);
+  }
+}
+
+inline void remote_put(const runtime& r, const void* src, int rank, std::size_t offset, std::size_t bytes) {
+  if (r.win != MPI_WIN_NULL && bytes <= max_chunk) [[likely]] {
+    const int n = static_cast<int>(bytes);
+    SHOAL_MPI(MPI_Put(src, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset), n, MPI_BYTE, r.win));
+    SHOAL_MPI(MPI_Win_flush(rank, r.win));
+    return;
+  }
+  remote_put_other(r, src, rank, offset, bytes);
+}
+
+/// An atomic on another host's word, applied by its owner (one round trip; out of line: see above).
+[[gnu::noinline]] inline std::uint64_t message_word(const runtime& r, int rank, std::size_t offset, int width,
+                                                   word_op op, std::uint64_t operand, std::uint64_t compare = 0) {
+  return r.messages->word(rank, offset, width, op, operand, compare);
+}
+
 /// An atomic on the word at p: a CPU atomic where p's segment is mapped here, an MPI atomic when every atomic of
 /// the run is one, else applied by p's owner (detail/remote_ops.hpp).
 template <class T, class Fn>
-T atomic_op(global_ptr<T> p, const char* name, Fn&& cpu, MPI_Op mop, word_op wop, T operand) {
+[[gnu::always_inline]] inline T atomic_op(global_ptr<T> p, const char* name, Fn&& cpu, MPI_Op mop, word_op wop,
+                                          T operand) {
   auto& r = rt();
   check_access(r, p.raw(), sizeof(T), name);
   if (std::byte* at = mapped(r, p.rank(), p.offset())) {
@@ -150,8 +199,7 @@ T atomic_op(global_ptr<T> p, const char* name, Fn&& cpu, MPI_Op mop, word_op wop
     return result;
   }
   using U = std::make_unsigned_t<T>;
-  const std::uint64_t old =
-      r.messages->word(p.rank(), p.offset(), sizeof(T), wop, static_cast<U>(operand));
+  const std::uint64_t old = message_word(r, p.rank(), p.offset(), sizeof(T), wop, static_cast<U>(operand));
   return static_cast<T>(static_cast<U>(old));
 }
 
@@ -159,20 +207,29 @@ T atomic_op(global_ptr<T> p, const char* name, Fn&& cpu, MPI_Op mop, word_op wop
 
 // ---- reads -----------------------------------------------------------------------------------------------------
 
+/// A cache hint before reading p (no communication, any rank): where p's memory is mapped in this process (this
+/// rank's segment, or a same-host rank's on the shared-memory path) starts loading the `n` elements at p into the
+/// cache; elsewhere does nothing. Lets a caller with many independent reads in flight overlap their cache misses.
+template <class T>
+inline void prefetch(global_ptr<T> p, std::size_t n = 1) {
+  if (const std::byte* at = detail::mapped(detail::rt(), p.rank(), p.offset())) {
+    for (std::size_t b = 0; b < n * sizeof(T); b += 64) __builtin_prefetch(at + b);
+    __builtin_prefetch(at + n * sizeof(T) - 1);  // a peer's mapped base need not be line-aligned
+  }
+}
+
 /// Reads n elements at p into dst. Blocking.
 template <class T>
   requires remote_storable<std::remove_const_t<T>>
-void get(global_ptr<T> p, std::remove_const_t<T>* dst, std::size_t n) {
+[[gnu::always_inline]] inline void get(global_ptr<T> p, std::remove_const_t<T>* dst, std::size_t n) {
   auto& r = detail::rt();
   const std::size_t bytes = n * sizeof(T);
   detail::check_access(r, p.raw(), bytes, "get");
   if (const std::byte* at = detail::mapped(r, p.rank(), p.offset())) {
     std::memcpy(dst, at, bytes);
     std::atomic_thread_fence(std::memory_order_acquire);
-  } else if (r.win != MPI_WIN_NULL) {
-    detail::mpi_get_blocking(r, dst, p.rank(), p.offset(), bytes);
   } else {
-    detail::message_get_bytes(r, dst, p.rank(), p.offset(), bytes);
+    detail::remote_get(r, dst, p.rank(), p.offset(), bytes);
   }
 }
 
@@ -228,7 +285,7 @@ future<std::remove_const_t<T>> async_get(global_ptr<T> p) {
 
 /// Writes n elements from src to p. Blocking: complete at the target on return.
 template <remote_storable T>
-void put(global_ptr<T> p, const T* src, std::size_t n) {
+[[gnu::always_inline]] inline void put(global_ptr<T> p, const T* src, std::size_t n) {
   auto& r = detail::rt();
   const std::size_t bytes = n * sizeof(T);
   detail::check_access(r, p.raw(), bytes, "put");
@@ -236,12 +293,8 @@ void put(global_ptr<T> p, const T* src, std::size_t n) {
     std::atomic_thread_fence(std::memory_order_release);
     std::memcpy(at, src, bytes);
     std::atomic_thread_fence(std::memory_order_release);
-  } else if (r.win != MPI_WIN_NULL) {
-    detail::mpi_put_bytes(r, src, p.rank(), p.offset(), bytes);
-    SHOAL_MPI(MPI_Win_flush(p.rank(), r.win));
   } else {
-    detail::message_put_bytes(r, src, p.rank(), p.offset(), bytes);
-    r.messages->complete_puts(p.rank());
+    detail::remote_put(r, src, p.rank(), p.offset(), bytes);
   }
 }
 
@@ -349,7 +402,7 @@ void atomic_store(global_ptr<T> p, T v) {
 
 /// If *p == expected, stores desired. Returns the value *p held before (the swap happened iff it equals expected).
 template <atomic_integer T>
-T compare_exchange(global_ptr<T> p, T expected, T desired) {
+[[gnu::always_inline]] inline T compare_exchange(global_ptr<T> p, T expected, T desired) {
   auto& r = detail::rt();
   detail::check_access(r, p.raw(), sizeof(T), "compare_exchange");
   if (std::byte* at = detail::mapped(r, p.rank(), p.offset())) {
@@ -365,8 +418,8 @@ T compare_exchange(global_ptr<T> p, T expected, T desired) {
     return result;
   }
   using U = std::make_unsigned_t<T>;
-  const std::uint64_t old = r.messages->word(p.rank(), p.offset(), sizeof(T), detail::word_op::compare_exchange,
-                                             static_cast<U>(desired), static_cast<U>(expected));
+  const std::uint64_t old = detail::message_word(r, p.rank(), p.offset(), sizeof(T), detail::word_op::compare_exchange,
+                                                 static_cast<U>(desired), static_cast<U>(expected));
   return static_cast<T>(static_cast<U>(old));
 }
 

@@ -198,7 +198,7 @@ inline team wrap_runtime_team(MPI_Comm comm, std::uint64_t run, bool world);
 /// A group of ranks of the environment. world() is every rank; node_team() the ranks of this node; a team is also
 /// made from an MPI communicator whose ranks all belong to the environment (team(MPI_Comm)) or by splitting a team
 /// (split). Ranks are numbered 0..size()-1 inside the team; to_world / from_world translate to and from the
-/// environment's ranks (those of global_ptr, shoal::async and shoal::rank()). Copies share one communicator; a team
+/// environment's ranks (those of global_ptr, shoal::post and shoal::rank()). Copies share one communicator; a team
 /// belongs to the environment (run) that was up when it was made and is inert after that environment ends.
 class team {
  public:
@@ -231,11 +231,14 @@ class team {
   bool is_world() const noexcept { return state_ != nullptr && state_->to_world.empty(); }
   /// The environment (run) the team belongs to.
   std::uint64_t run() const noexcept { return state_ ? state_->run : 0; }
+  /// True while the environment the team belongs to is up (false for an empty team): what a container's destructor
+  /// asks before it frees memory of that environment.
+  bool live() const noexcept { return state_ != nullptr && detail::run_is_live(state_->run); }
   /// The team's number, the same on each of its ranks and different from that of every other team a rank belongs
   /// to (0: world()). Active messages carry it, so that quiescence can be reached per team (docs/am.md).
   std::uint32_t id() const noexcept { return state_ ? state_->id : 0; }
 
-  /// The environment rank of team rank `r` (0 <= r < size()): the rank global_ptr, async and rpc take.
+  /// The environment rank of team rank `r` (0 <= r < size()): the rank global_ptr, post and rpc take.
   int to_world(int r) const {
     if (static_cast<unsigned>(r) >= static_cast<unsigned>(size_)) throw_rank(r);
     return state_->to_world.empty() ? r : state_->to_world[static_cast<std::size_t>(r)];

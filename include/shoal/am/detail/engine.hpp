@@ -13,8 +13,8 @@
 // trampoline knows how many bytes its message occupies (it decodes the arguments with shoal::byte_reader), so no
 // length is stored. Buffers travel as MPI messages with one tag on a communicator of their own; the receiver learns
 // their size with MPI_Improbe, so a message larger than a buffer is simply a buffer of its own.
-// Test-only fault mode (SHOAL_FAULTS, faults.hpp): received buffers are held back and released in a seeded random
-// order across senders, in order from each sender.
+// Test-only fault mode (SHOAL_FAULTS, shoal::layer::fault_scheduler): received buffers are held back and released in a
+// seeded random order across senders, in order from each sender.
 #pragma once
 
 #include <mpi.h>
@@ -26,17 +26,15 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "shoal/am/detail/faults.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
-#include "shoal/core/detail/runtime.hpp"
-#include "shoal/core/detail/size_parse.hpp"
 #include "shoal/core/error.hpp"
+#include "shoal/core/layer.hpp"
 #include "shoal/core/progress.hpp"
+#include "shoal/core/team.hpp"
 
 namespace shoal::am {
 
@@ -65,7 +63,7 @@ struct block {
 struct rx_buffer;
 
 /// Decodes one message at `b.pos`, advances `b.pos` past it, then runs the handler. Trampolines of trivially copyable
-/// messages go on with the rest of the group (`b.left` more messages), see run_async.
+/// messages go on with the rest of the group (`b.left` more messages), see run_post.
 using trampoline = void (*)(rx_buffer& b);
 
 /// A received buffer being executed; `pos`, `left` and `run` are shared by nested handler loops (a handler that
@@ -111,21 +109,19 @@ class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
 
-  engine() : run_(shoal::detail::rt().run), rt_(&shoal::detail::rt()) {
-    auto& r = *rt_;
-    SHOAL_MPI(MPI_Comm_dup(r.comm, &comm_));
+  engine() : run_(shoal::layer::current_run()) {
+    const shoal::team& world = shoal::world();
+    SHOAL_MPI(MPI_Comm_dup(world.comm(), &comm_));
     SHOAL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-    me_ = r.rank;
-    size_ = r.size;
+    me_ = world.rank();
+    size_ = world.size();
     out_.resize(static_cast<std::size_t>(size_));
-    buffer_size_ = shoal::detail::env_size("SHOAL_AM_BUFFER").value_or(default_buffer_size);
+    buffer_size_ = shoal::layer::size_setting("SHOAL_AM_BUFFER").value_or(default_buffer_size);
     if (buffer_size_ < min_buffer_size) buffer_size_ = min_buffer_size;
-    max_sends_ = shoal::detail::env_size("SHOAL_AM_MAX_SENDS").value_or(default_max_sends);
+    max_sends_ = shoal::layer::size_setting("SHOAL_AM_MAX_SENDS").value_or(default_max_sends);
     if (max_sends_ == 0) max_sends_ = 1;
-    faults_ = env_faults();
-    if (faults_) {
-      fault_rng_.seed(faults_->seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(me_));
-      held_.resize(static_cast<std::size_t>(size_));
+    if (const auto f = shoal::layer::fault_mode()) {
+      faults_.emplace(*f, me_, size_, shoal::layer::fault_stream::am_buffers);
     }
   }
   engine(const engine&) = delete;
@@ -228,7 +224,7 @@ class engine {
       std::uint64_t global[2] = {0, 0};
       MPI_Request req;
       SHOAL_MPI(MPI_Iallreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, team == 0 ? comm_ : team_comm, &req));
-      shoal::detail::wait_request(req);  // runs shoal::progress(), hence poll()
+      shoal::layer::wait(req);  // runs shoal::progress(), hence poll()
       if (global[0] == previous_handled) break;
       previous_handled = global[1];
     }
@@ -311,7 +307,7 @@ class engine {
   std::uint64_t loop_epoch() const { return loop_epoch_; }
   std::uint64_t buffers_sent() const { return buffers_sent_; }
   /// Received buffers the fault mode held back for at least one step (0 without SHOAL_FAULTS).
-  std::uint64_t buffers_delayed() const { return buffers_delayed_; }
+  std::uint64_t buffers_delayed() const { return faults_ ? faults_->delayed() : 0; }
 
   /// Runs queued messages (also from inside a handler that waits: the handlers it lets run start in order).
   void run_queue() {
@@ -338,7 +334,7 @@ class engine {
     if (live_rpcs_ > 0) {
       std::fprintf(stderr,
                    "shoal::am (rank %d) at finalize: %zu rpc result(s) were never taken with future::get(); "
-                   "get() every rpc future (or use shoal::async when no result is needed)\n",
+                   "get() every rpc future (or use shoal::post when no result is needed)\n",
                    me_, live_rpcs_);
     }
     if (!requests_.empty()) {
@@ -410,17 +406,17 @@ class engine {
 
   /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
   /// bounded); inside a handler they are only queued, never run from its send path.
-  /// The wait backs off like every wait in shoal (spin_waiter): with more ranks than cores, a sender spinning here
+  /// The wait backs off like every wait in shoal (layer::backoff): with more ranks than cores, a sender spinning here
   /// would hold the core the receiver needs to take its buffers.
   void make_room() {
     if (requests_.size() >= max_sends_) test_sends();  // below the cap, poll() completes sends
-    shoal::detail::spin_waiter pause;
+    shoal::layer::backoff pause;
     while (requests_.size() >= max_sends_) {
       const bool got = receive_one();
       if (got && depth_ == 0) run_queue();
       const std::size_t before = requests_.size();
       test_sends();
-      pause.backoff(got || requests_.size() < before);
+      pause(got || requests_.size() < before);
     }
   }
 
@@ -446,10 +442,15 @@ class engine {
     in_flight_.resize(w);
   }
 
+  /// Where the fault mode releases held buffers to: the receive queue.
+  auto queue() {
+    return [this](rx_buffer&& b) { rxq_.push_back(std::move(b)); };
+  }
+
   /// Receives one buffer into the queue, if one has arrived (under SHOAL_FAULTS: into the held buffers, and each
   /// call is one step of their delays; true also when a held buffer was released).
   bool receive_one() {
-    const bool released = faults_ && (++step_, release_held(false));
+    const bool released = faults_ && (faults_->step(), faults_->release(queue()));
     int flag = 0;
     MPI_Message msg;
     MPI_Status status;
@@ -465,42 +466,12 @@ class engine {
       b.capacity = static_cast<std::size_t>(count);
     }
     SHOAL_MPI(MPI_Mrecv(b.data.get(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
-    ++rt_->progress_arrivals;
+    shoal::layer::note_arrival();
     const std::byte* begin = b.data.get();
     rx_buffer got{std::move(b), begin, begin + count, status.MPI_SOURCE};
-    if (faults_) hold(std::move(got));
+    if (faults_) faults_->hold(got.source, std::move(got), queue());  // hold() takes a reference: source is read first
     else rxq_.push_back(std::move(got));
     return true;
-  }
-
-  // ---- the fault mode (SHOAL_FAULTS, faults.hpp) ---------------------------------------------------------------------
-
-  /// Holds a received buffer for 0..max_steps progress steps, behind the earlier ones of its sender.
-  void hold(rx_buffer&& b) {
-    auto& q = held_[static_cast<std::size_t>(b.source)];
-    const std::uint64_t delay = fault_rng_() % (faults_->max_steps + 1);
-    buffers_delayed_ += delay > 0 ? 1 : 0;
-    q.push_back(held_buffer{std::move(b), step_ + delay});
-    if (++held_count_ > faults_->max_held) release_held(true);
-  }
-
-  /// Moves due buffers (`one_now`: one buffer, due or not) to the receive queue, picking the sender at random each
-  /// time; only a sender's oldest held buffer may go, so per-pair order is kept. True when one was moved.
-  bool release_held(bool one_now) {
-    bool moved = false;
-    for (;;) {
-      ready_.clear();
-      for (std::size_t src = 0; src < held_.size(); ++src) {
-        if (!held_[src].empty() && (one_now || held_[src].front().due <= step_)) ready_.push_back(src);
-      }
-      if (ready_.empty()) return moved;
-      auto& q = held_[ready_[fault_rng_() % ready_.size()]];
-      rxq_.push_back(std::move(q.front().b));
-      q.pop_front();
-      --held_count_;
-      moved = true;
-      if (one_now) return moved;
-    }
   }
 
   void dispatch(rx_buffer& b) {
@@ -548,7 +519,6 @@ class engine {
   }
 
   std::uint64_t run_;
-  shoal::detail::runtime* rt_;  // outlives the engine (which its finalize hook deletes)
   MPI_Comm comm_ = MPI_COMM_NULL;
   int me_ = 0;
   int size_ = 1;
@@ -572,17 +542,8 @@ class engine {
   std::uint64_t buffers_sent_ = 0;
   std::uint64_t loop_epoch_ = 0;
 
-  struct held_buffer {
-    rx_buffer b;
-    std::uint64_t due;  // the progress step from which it may be released
-  };
-  std::optional<fault_settings> faults_;
-  std::mt19937_64 fault_rng_;
-  std::vector<std::deque<held_buffer>> held_;  // per sender, oldest first
-  std::vector<std::size_t> ready_;
-  std::size_t held_count_ = 0;
-  std::uint64_t step_ = 0;
-  std::uint64_t buffers_delayed_ = 0;
+  // The fault mode (SHOAL_FAULTS): received buffers held back, one lane per sender.
+  std::optional<shoal::layer::fault_scheduler<rx_buffer>> faults_;
 
   std::vector<std::string> errors_;
   std::vector<std::shared_ptr<void>> pending_;
@@ -606,24 +567,23 @@ class team_scope {
 /// The engine of this run, or a usage_error (before the environment, after finalize).
 inline engine& get() {
   if (g_engine == nullptr) [[unlikely]] {
-    shoal::detail::rt();  // throws the precise "not initialized" / "finalized" error
+    shoal::layer::require_running();  // throws the precise "not initialized" / "finalized" error
     throw usage_error("shoal::am: the active-message layer is not running (was shoal/am.hpp included by the "
                       "translation unit that created the shoal::environment's program?)");
   }
   return *g_engine;
 }
 
-/// Started by every environment (see shoal::detail::start_hooks), stopped by its finalize hook.
+/// Started by every environment (shoal::layer::on_every_start), stopped by its finalize hook.
 inline void start() {
-  auto& r = shoal::detail::rt();
   g_engine = new engine;
-  r.progress_hooks.emplace_back([&r] {
+  shoal::layer::add_progress_hook([] {
     if (g_engine == nullptr) return;
-    // A one-sided wait inside a handler needs no handler here to complete (shoal::detail::one_sided_wait).
-    if (r.one_sided_waits > 0 && g_engine->in_handler()) g_engine->poll_sends();
+    // A one-sided wait inside a handler needs no handler here to complete (docs/core.md, "Handlers that wait").
+    if (g_engine->in_handler() && shoal::layer::in_one_sided_wait()) g_engine->poll_sends();
     else g_engine->poll();
   });
-  r.finalize_hooks.emplace_back([] {
+  shoal::layer::add_finalize_hook([] {
     if (g_engine == nullptr) return;
     g_engine->shutdown();
     delete g_engine;
@@ -631,6 +591,6 @@ inline void start() {
   });
 }
 
-inline const bool registered = (shoal::detail::start_hooks().push_back(&start), true);
+inline const bool registered = (shoal::layer::on_every_start(&start), true);
 
 }  // namespace shoal::am::detail

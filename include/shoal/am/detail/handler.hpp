@@ -285,7 +285,7 @@ T load(const std::byte* p) {
 /// Trivially copyable arguments: the rest of the message's group runs in the same loop (one indirect call per group,
 /// one bounds check per group, values loaded straight from the buffer).
 template <class F, class Params, class Wire>
-void run_async(rx_buffer& b) {
+void run_post(rx_buffer& b) {
   engine& e = *g_engine;
   if constexpr (all_trivial<Wire>::value) {
     constexpr std::size_t body = all_trivial<Wire>::bytes;

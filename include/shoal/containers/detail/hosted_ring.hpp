@@ -36,6 +36,7 @@
 
 #include "shoal/containers/detail/hosted_allocation.hpp"
 #include "shoal/containers/promise.hpp"
+#include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/progress.hpp"
 #include "shoal/core/rma.hpp"
@@ -115,6 +116,15 @@ class hosted_ring {
                          std::to_string(reg_.rank()) + ": only the host (rank " + std::to_string(host()) +
                         ") may use the local promise; other ranks use promise::push / promise::pop / the default");
     }
+  }
+
+  /// The error of a throwing push (`push`, not `try_push`) whose n values did not fit.
+  [[noreturn]] void throw_full(std::size_t n) const {
+    throw container_full(std::string("shoal::") + container_ + "::push: " + std::to_string(n) +
+                         " value(s) do not fit: the queue (capacity " + std::to_string(capacity()) +
+                         ", hosted on rank " + std::to_string(host()) +
+                         ") is full; pop values first, give it a larger capacity (the constructor or resize), or "
+                         "call try_push, which returns false instead of throwing");
   }
 
   global_ptr<position> word(ring_word w) const { return control_.ptr() + static_cast<std::ptrdiff_t>(w); }
@@ -199,8 +209,7 @@ class hosted_ring {
   void publish_in_order(ring_word ready, position first, std::size_t n) {
     // Waits for the earlier claims: spins briefly (the predecessor is usually a few operations from done), then
     // yields, so that a predecessor sharing this core (oversubscribed ranks) gets to finish.
-    shoal::detail::spin_waiter pause;
-    while (compare_exchange(word(ready), first, first + n) != first) pause();
+    wait_until([&] { return compare_exchange(word(ready), first, first + n) == first; });
     note(ready, first + n);
   }
   void publish_any_order(ring_word ready, std::size_t n) { note(ready, fetch_add(word(ready), position{n}) + n); }

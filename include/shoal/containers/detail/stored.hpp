@@ -1,19 +1,7 @@
-// shoal/containers/detail/stored.hpp — how a container stores a key or value in remote memory (BCL §6).
-//
-// The representation is chosen at compile time from the type a container is instantiated with:
-//   T trivially copyable           inline: the object's bytes, no serialization and no extra copy
-//   shoal::fixed<T, N>             inline: T serialized into an N-byte slot (std::string: N characters; std::vector<E>:
-//                                  N bytes of elements; other types: N bytes of cereal output). A value that needs
-//                                  more than N bytes raises shoal::usage_error naming N.
-//   shoal::blob<T>, or any other   variable length: the serialized bytes live in a blob allocated in the writer's
-//   serializable T                 heap; the slot holds {global pointer, length}. Reading costs one more remote get.
-//
-// Blob lifetime (the rule every container follows): a key blob is immutable from insert until the collective that
-// drops the entry (resize / destruction); a value blob is released only by a writer that holds its entry exclusively
-// (no reader inside), so a fully atomic reader, which holds the entry while it reads the blob, never reads freed
-// memory, and a reader under promise::find runs in a phase without writers. A released blob of this rank returns to
-// the heap at once; one of another rank is returned to its owner at the container's next collective call (blob_heap
-// ::reclaim). Every blob a rank allocated and still holds is freed when the container is destroyed, so none leaks.
+// shoal/containers/detail/stored.hpp — the machinery behind containers/storage.hpp: the storage policy of each
+// representation (inline, fixed, blob: encode, decode, probe, compare, release) and the blob heap that owns one
+// container's blobs on this rank. What users write (shoal::fixed, shoal::blob) and the rules (costs, blob lifetime)
+// are in containers/storage.hpp.
 #pragma once
 
 #include <absl/container/flat_hash_set.h>
@@ -28,27 +16,13 @@
 #include <vector>
 
 #include "shoal/containers/detail/message_exchange.hpp"
+#include "shoal/containers/storage.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/heap.hpp"
 #include "shoal/core/rma.hpp"
 #include "shoal/core/serialize.hpp"
 
-namespace shoal {
-
-/// Stores T inline in a fixed slot of Bytes bytes (see detail/stored.hpp for what Bytes counts).
-template <serializable T, std::size_t Bytes>
-struct fixed {
-  using type = T;
-  static constexpr std::size_t capacity = Bytes;
-};
-
-/// Stores T as a variable-length blob (the default for every type that is not trivially copyable).
-template <serializable T>
-struct blob {
-  using type = T;
-};
-
-namespace detail {
+namespace shoal::detail {
 
 /// The blobs one container allocated on this rank, and the return of released blobs to their owners.
 class blob_heap {
@@ -57,7 +31,7 @@ class blob_heap {
   explicit blob_heap(const shoal::team& team) : returns_(4096, 4, "shoal blob_heap", team) {}
   /// Frees this rank's blobs, unless the environment they were allocated in has ended (they went with it).
   ~blob_heap() {
-    if (!run_is_live(run_)) return;
+    if (!returns_.team().live()) return;
     for (auto raw : mine_) deallocate(global_ptr<std::byte>::from_raw(raw));
   }
   blob_heap(const blob_heap&) = delete;
@@ -98,7 +72,6 @@ class blob_heap {
     deallocate(global_ptr<std::byte>::from_raw(raw));
   }
 
-  std::uint64_t run_ = current_run();
   absl::flat_hash_set<std::uint64_t> mine_;
   message_exchange returns_;
 };
@@ -223,5 +196,4 @@ struct storage_for<blob<T>> {
 template <class T>
 using storage_t = typename storage_for<T>::type;
 
-}  // namespace detail
-}  // namespace shoal
+}  // namespace shoal::detail

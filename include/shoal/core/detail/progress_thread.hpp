@@ -38,6 +38,7 @@ class progress_thread {
         idle = 0;
         continue;
       }
+      if (ops.holding()) idle = 0;  // the fault mode's held requests and replies are due within a few calls
       if (++idle < eager_polls) {
         std::this_thread::yield();
       } else {

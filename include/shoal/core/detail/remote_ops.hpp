@@ -14,6 +14,10 @@
 // old value (8 bytes), a put with an empty acknowledgement. Requests are served by whichever thread of the owner
 // gets there first — its own wait loops (shoal::progress) or the progress thread (detail/progress_thread.hpp) —
 // one thread at a time, so requests from one origin are applied in the order they were sent.
+//
+// Test-only fault mode (SHOAL_FAULTS, detail/faults.hpp): the owner holds received requests back and releases them in
+// a seeded random order across origins, in order from each origin; it holds its replies back the same way (an
+// operation has taken effect, its origin learns it some steps later). A step is one serve() call.
 #pragma once
 
 #include <mpi.h>
@@ -24,8 +28,11 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <vector>
 
+#include "shoal/core/detail/faults.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
@@ -67,6 +74,11 @@ class remote_ops {
     const int ub = found ? *static_cast<int*>(attr) : 32767;
     max_tag_ = ub < (1 << 20) ? ub : (1 << 20);
     MPI_Comm_rank(comm_, &me_);
+    if (const auto f = env_faults()) {
+      int size = 1;
+      SHOAL_MPI(MPI_Comm_size(comm_, &size));
+      faults_.emplace(fault_mode{{*f, me_, size, fault_stream::requests}, {*f, me_, size, fault_stream::replies}});
+    }
   }
   ~remote_ops() {
     complete_puts(-1);
@@ -155,11 +167,49 @@ class remote_ops {
 
   // ---- owner side (any thread, one at a time) ------------------------------------------------------------------
 
-  /// Applies every request that has arrived. Returns how many were served (0 also when another thread is serving).
+ private:
+  // The fault mode's held messages, and where it releases them to (before serve(), which uses them).
+  struct held_request {
+    int source;
+    std::vector<std::byte> message;
+  };
+  struct held_reply {
+    int dest;
+    int tag;
+    std::vector<std::byte> bytes;  // taken when the request was applied
+    const char* what;
+  };
+  struct fault_mode {
+    fault_scheduler<held_request> requests;  // one lane per origin
+    fault_scheduler<held_reply> replies;     // one lane per origin
+  };
+
+  /// Where the fault mode releases held requests to: applied, and counted in `served`.
+  auto apply_held(int& served) {
+    return [this, &served](held_request&& r) {
+      apply(r.source, r.message.data(), r.message.size());
+      ++served;
+    };
+  }
+  auto send_held() {
+    return [this](held_reply&& r) {
+      mpi_check(MPI_Send(r.bytes.data(), static_cast<int>(r.bytes.size()), MPI_BYTE, r.dest, r.tag, comm_), r.what);
+    };
+  }
+
+ public:
+  /// Applies every request that has arrived. Returns how many arrived or were applied (0 also when another thread is
+  /// serving). Under the fault mode each call is one step of the held requests' and replies' delays.
   int serve() {
     if (serving_.test_and_set(std::memory_order_acquire)) return 0;
     int served = 0;
-    for (; served < 256; ++served) {
+    if (faults_) {
+      faults_->requests.step();
+      faults_->replies.step();
+      faults_->requests.release(apply_held(served));
+      faults_->replies.release(send_held());
+    }
+    for (int received = 0; received < 256; ++received) {
       int flag = 0;
       MPI_Message msg;
       MPI_Status status;
@@ -172,10 +222,39 @@ class remote_ops {
       SHOAL_MPI(MPI_Get_count(&status, MPI_BYTE, &count));
       inbox_.resize(static_cast<std::size_t>(count));
       SHOAL_MPI(MPI_Mrecv(inbox_.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
-      apply(status.MPI_SOURCE, static_cast<std::size_t>(count));
+      ++served;
+      if (faults_) {
+        faults_->requests.hold(status.MPI_SOURCE, held_request{status.MPI_SOURCE, inbox_}, apply_held(served));
+      } else {
+        apply(status.MPI_SOURCE, inbox_.data(), inbox_.size());
+      }
+    }
+    if (faults_) {
+      holding_.store(faults_->requests.held_count() + faults_->replies.held_count() > 0, std::memory_order_relaxed);
     }
     serving_.clear(std::memory_order_release);
     return served;
+  }
+
+  /// Whether the fault mode holds requests or replies back (each is due within a few serve() calls).
+  bool holding() const { return holding_.load(std::memory_order_relaxed); }
+
+  /// The fault mode's counts (all 0 without SHOAL_FAULTS), for the tests that check it really delays and reorders.
+  struct fault_counts {
+    std::uint64_t requests_delayed = 0;     // requests held for at least one step
+    std::uint64_t requests_overtaking = 0;  // requests applied before an earlier-arrived one of another origin
+    std::uint64_t replies_delayed = 0;
+    std::uint64_t replies_overtaking = 0;
+  };
+  fault_counts faults() {
+    while (serving_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();  // a serve() call ends first
+    fault_counts c;
+    if (faults_) {
+      c = {faults_->requests.delayed(), faults_->requests.overtaking(), faults_->replies.delayed(),
+           faults_->replies.overtaking()};
+    }
+    serving_.clear(std::memory_order_release);
+    return c;
   }
 
  private:
@@ -194,6 +273,15 @@ class remote_ops {
     MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     std::vector<std::byte> message;
   };
+  /// Answers a request: at once, or under the fault mode a few steps later.
+  void reply(int dest, int tag, const void* data, std::size_t bytes, const char* what) {
+    if (faults_) {
+      const auto* p = static_cast<const std::byte*>(data);
+      faults_->replies.hold(dest, held_reply{dest, tag, std::vector<std::byte>(p, p + bytes), what}, send_held());
+      return;
+    }
+    mpi_check(MPI_Send(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm_), what);
+  }
 
   /// Sends request h and waits for its reply `reply`, serving requests meanwhile. The send is non-blocking: a
   /// blocking send to this rank itself could wait for a receive that only this thread's serve() would post.
@@ -226,26 +314,26 @@ class remote_ops {
     return r;
   }
 
-  void apply(int source, std::size_t count) {
+  void apply(int source, const std::byte* message, std::size_t count) {
     header h{};
     if (count < sizeof h) bad_request(source, h);
-    std::memcpy(&h, inbox_.data(), sizeof h);
+    std::memcpy(&h, message, sizeof h);
     if (h.offset > segment_size_ || h.bytes > segment_size_ - h.offset) bad_request(source, h);
     if (h.what == kind::put && count != sizeof h + h.bytes) bad_request(source, h);
     std::byte* at = base_ + h.offset;
     switch (h.what) {
       case kind::get:
-        mpi_check(MPI_Send(at, static_cast<int>(h.bytes), MPI_BYTE, source, h.reply_tag, comm_), "remote get reply");
+        reply(source, h.reply_tag, at, h.bytes, "remote get reply");
         return;
       case kind::put:
         std::atomic_thread_fence(std::memory_order_release);
-        std::memcpy(at, inbox_.data() + sizeof h, h.bytes);
+        std::memcpy(at, message + sizeof h, h.bytes);
         std::atomic_thread_fence(std::memory_order_release);
-        mpi_check(MPI_Send(nullptr, 0, MPI_BYTE, source, h.reply_tag, comm_), "remote put acknowledgement");
+        reply(source, h.reply_tag, nullptr, 0, "remote put acknowledgement");
         return;
       case kind::word: {
         std::uint64_t old = h.bytes == 8 ? apply_word<std::uint64_t>(at, h) : apply_word<std::uint32_t>(at, h);
-        mpi_check(MPI_Send(&old, 8, MPI_BYTE, source, h.reply_tag, comm_), "remote atomic reply");
+        reply(source, h.reply_tag, &old, 8, "remote atomic reply");
         return;
       }
     }
@@ -280,6 +368,8 @@ class remote_ops {
   std::vector<std::unique_ptr<pending_put>> puts_;
   std::atomic_flag serving_ = ATOMIC_FLAG_INIT;
   std::vector<std::byte> inbox_;  // used only by the serving thread
+  std::optional<fault_mode> faults_;  // SHOAL_FAULTS; used only by the serving thread
+  std::atomic<bool> holding_{false};
 };
 
 }  // namespace shoal::detail

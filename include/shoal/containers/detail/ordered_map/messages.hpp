@@ -1,16 +1,17 @@
-// shoal/containers/detail/ordered_map/messages.hpp — the messages of the skip-list service and their byte format.
+// shoal/containers/detail/ordered_map/messages.hpp — the messages of the skip-list service.
 //
 // Requests travel forward from node to node; replies go to the client that issued the operation; the rest are the
-// control messages of linking, unlinking, splitting, allocation and channel hand-over (fences). Every message is one
-// tag byte followed by its fields, written with shoal's byte_writer (keys and values by shoal::serializable rules).
+// control messages of linking, unlinking, splitting, allocation and channel hand-over (fences). Each message lists
+// its fields once, in `fields(ar)`, which drives both directions of the byte format (wire.hpp): a field that only
+// some messages carry is listed under the condition that says so, and the reader has read that condition by then.
 #pragma once
 
 #include <cstdint>
 #include <variant>
 #include <vector>
 
-#include "shoal/containers/detail/ordered_map/key_range.hpp"
-#include "shoal/core/serialize.hpp"
+#include "shoal/containers/key_box.hpp"
+#include "shoal/containers/ordered_map_operation.hpp"
 
 namespace shoal::detail::ordered_map {
 
@@ -36,11 +37,23 @@ struct waiter {
   node_ref target;  // the node it waits for (its next node on that level, whose min key is the deleted key)
 };
 
+/// What a request does: a client's operation (the values of shoal::ordered_map_op), or the service's own SPLIT.
 enum class op_kind : std::uint8_t { find, insert, erase, lower_bound, successor, range, split };
+
+inline op_kind kind_of(ordered_map_op op) { return static_cast<op_kind>(op); }
+static_assert(static_cast<int>(op_kind::find) == static_cast<int>(ordered_map_op::find) &&
+              static_cast<int>(op_kind::insert) == static_cast<int>(ordered_map_op::insert) &&
+              static_cast<int>(op_kind::erase) == static_cast<int>(ordered_map_op::erase) &&
+              static_cast<int>(op_kind::lower_bound) == static_cast<int>(ordered_map_op::lower_bound) &&
+              static_cast<int>(op_kind::successor) == static_cast<int>(ordered_map_op::successor) &&
+              static_cast<int>(op_kind::range) == static_cast<int>(ordered_map_op::range));
 
 inline bool reads_only(op_kind k) {
   return k == op_kind::find || k == op_kind::lower_bound || k == op_kind::successor || k == op_kind::range;
 }
+
+/// Operations that look past their key's node for the next key (answered with probes, see service_reads.hpp).
+inline bool seeks_neighbour(op_kind k) { return k == op_kind::lower_bound || k == op_kind::successor; }
 
 namespace flag {
 inline constexpr std::uint16_t entry = 1;          // not yet started at its first node (validate, start at the top)
@@ -82,12 +95,31 @@ struct request {
   void set(std::uint16_t f, bool on = true) {
     flags = static_cast<std::uint16_t>(on ? (flags | f) : (flags & ~f));
   }
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(op, flags, client, seq, target, level, entry_height, head_stamp, key);
+    switch (op) {
+      case op_kind::insert: ar(value); break;
+      case op_kind::range: ar(hi, box); break;
+      case op_kind::split: ar(new_node, marked, new_height); break;
+      default: break;
+    }
+    if (op == op_kind::erase || op == op_kind::split) ar(waiters);
+    if (has(flag::synchronous)) ar(sender);
+    if (seeks_neighbour(op)) ar(attempt, probes, probed);
+  }
 };
 
+/// How a node answers: a client-visible outcome (the values of shoal::ordered_map_status), or the service's own.
 enum class status : std::uint8_t { ok, absent, duplicate, list_full, split_needed, retry };
 
-/// Operations that look past their key's node for the next key (answered with probes, see service.hpp).
-inline bool seeks_neighbour(op_kind k) { return k == op_kind::lower_bound || k == op_kind::successor; }
+static_assert(static_cast<int>(status::ok) == static_cast<int>(ordered_map_status::ok) &&
+              static_cast<int>(status::absent) == static_cast<int>(ordered_map_status::absent) &&
+              static_cast<int>(status::duplicate) == static_cast<int>(ordered_map_status::duplicate) &&
+              static_cast<int>(status::list_full) == static_cast<int>(ordered_map_status::list_full));
+/// A client-visible status (not split_needed or retry, which the client consumes).
+inline ordered_map_status result_status(status s) { return static_cast<ordered_map_status>(s); }
 
 /// The answer of one node to a client.
 template <class K, class V>
@@ -108,6 +140,14 @@ struct reply {
   std::int32_t new_height = 0;
   std::uint8_t attempt = 0;  // lower_bound / successor: the pass it answers
   std::int32_t probes = -1;  // lower_bound / successor: -1 from a probe, else the probes the search sent
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(client, seq, st, op, head_stamp, key, value);
+    if (op == op_kind::range) ar(hi, hi_inclusive, keys, values);
+    if (st == status::split_needed) ar(new_node, marked, new_height);
+    if (seeks_neighbour(op)) ar(attempt, probes);
+  }
 };
 
 /// A request that could not be served where it arrived (stale shortcut, entry too low): sent back whole to its client,
@@ -115,6 +155,11 @@ struct reply {
 template <class K, class V>
 struct bounce {
   request<K, V> req;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(req);
+  }
 };
 
 /// Ask a manager for a free node; forwarded around the ring of managers.
@@ -126,10 +171,20 @@ struct alloc_request {
   std::int32_t height = 0;   // of the new node
   bool for_split_before = false;  // taller-tower split: the node waits for its links and data
   K min{};
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(requester, start_rank, hops, height, for_split_before, min);
+  }
 };
 struct alloc_reply {
   node_ref requester;
   node_ref granted;  // invalid: list full
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(requester, granted);
+  }
 };
 
 /// Full content of a node created by a split after an existing node (remote case).
@@ -142,6 +197,11 @@ struct node_init {
   std::vector<std::uint8_t> fenced;
   std::vector<K> keys;
   std::vector<V> values;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(target, min, next, next_min, fenced, keys, values);
+  }
 };
 
 /// Set one level of a node's tower. Sent by a predecessor linking a new node (init), and by a node whose min-key
@@ -155,6 +215,12 @@ struct set_link {
   bool init = false;
   bool release = false;
   bool fenced = false;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(target, level, next, next_min);
+    ar.bits(init, release, fenced);  // one byte
+  }
 };
 
 /// Sent by each waiting predecessor to the node whose min key is deleted, after its last earlier request.
@@ -162,6 +228,11 @@ struct marker {
   node_ref target;
   std::int32_t client = 0;
   std::uint64_t seq = 0;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(target, client, seq);
+  }
 };
 
 /// Split before a marked node: the level-0 predecessor hands its keys >= split key to the marked node, which adds
@@ -175,6 +246,11 @@ struct split_take {
   std::int32_t markers = 0;
   std::vector<K> keys;
   std::vector<V> values;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(target, new_node, client, seq, markers, keys, values);
+  }
 };
 template <class K, class V>
 struct split_data {
@@ -183,11 +259,21 @@ struct split_data {
   K giver_min{};
   std::vector<K> keys;
   std::vector<V> values;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(target, giver, giver_min, keys, values);
+  }
 };
 
 /// The arrival of a synchronous request (paper §1.2: the MPI_Ssend after k eager sends), back to the node that sent it.
 struct arrived {
   node_ref sender;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(sender);
+  }
 };
 
 /// Channel hand-over: `from` will send to `dest` instead of an old sender on another rank; the fence travels behind
@@ -195,302 +281,24 @@ struct arrived {
 struct fence {
   node_ref from;
   node_ref dest;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(from, dest);
+  }
 };
 struct fence_ack {
   node_ref from;
   node_ref dest;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(from, dest);
+  }
 };
 
 template <class K, class V>
 using message = std::variant<request<K, V>, reply<K, V>, bounce<K, V>, alloc_request<K>, alloc_reply, node_init<K, V>,
                              set_link<K>, marker, split_take<K, V>, split_data<K, V>, fence, fence_ack, arrived>;
-
-// ---- byte format ---------------------------------------------------------------------------------------------------
-
-template <class K, class V>
-class codec {
- public:
-  static std::vector<std::byte> encode(const message<K, V>& m) {
-    std::vector<std::byte> out;
-    out.reserve(64);
-    byte_writer w(out);
-    w.write(static_cast<std::uint8_t>(m.index()));
-    std::visit([&](const auto& x) { put(w, x); }, m);
-    return out;
-  }
-
-  static message<K, V> decode(std::span<const std::byte> bytes) {
-    byte_reader r(bytes);
-    const auto tag = r.read<std::uint8_t>();
-    return decode_as(r, tag, std::make_index_sequence<std::variant_size_v<message<K, V>>>{});
-  }
-
- private:
-  template <std::size_t... I>
-  static message<K, V> decode_as(byte_reader& r, std::uint8_t tag, std::index_sequence<I...>) {
-    message<K, V> out;
-    const bool found = ((tag == I ? (out = take<std::variant_alternative_t<I, message<K, V>>>(r), true) : false) || ...);
-    if (!found) throw error("shoal::ordered_map: unknown message tag " + std::to_string(tag));
-    return out;
-  }
-
-  template <class T>
-  static T take(byte_reader& r) {
-    T x{};
-    get(r, x);
-    return x;
-  }
-
-  static void put(byte_writer& w, const key_box& b) {
-    std::vector<dimension_range> d = b.ranges();
-    w.write(d);
-  }
-  static void get(byte_reader& r, key_box& b) {
-    auto d = r.read<std::vector<dimension_range>>();
-    b = d.empty() ? key_box() : key_box(std::move(d));
-  }
-
-  static void put(byte_writer& w, const request<K, V>& q) {
-    w.write(q.op);
-    w.write(q.flags);
-    w.write(q.client);
-    w.write(q.seq);
-    w.write(q.target);
-    w.write(q.level);
-    w.write(q.entry_height);
-    w.write(q.head_stamp);
-    w.write(q.key);
-    switch (q.op) {
-      case op_kind::insert: w.write(q.value); break;
-      case op_kind::range:
-        w.write(q.hi);
-        put(w, q.box);
-        break;
-      case op_kind::split:
-        w.write(q.new_node);
-        w.write(q.marked);
-        w.write(q.new_height);
-        break;
-      default: break;
-    }
-    if (q.op == op_kind::erase || q.op == op_kind::split) w.write(q.waiters);
-    if (q.has(flag::synchronous)) w.write(q.sender);
-    if (seeks_neighbour(q.op)) {
-      w.write(q.attempt);
-      w.write(q.probes);
-      w.write(q.probed);
-    }
-  }
-  static void get(byte_reader& r, request<K, V>& q) {
-    q.op = r.read<op_kind>();
-    q.flags = r.read<std::uint16_t>();
-    q.client = r.read<std::int32_t>();
-    q.seq = r.read<std::uint64_t>();
-    q.target = r.read<node_ref>();
-    q.level = r.read<std::int32_t>();
-    q.entry_height = r.read<std::int32_t>();
-    q.head_stamp = r.read<std::uint64_t>();
-    q.key = r.read<K>();
-    switch (q.op) {
-      case op_kind::insert: q.value = r.read<V>(); break;
-      case op_kind::range:
-        q.hi = r.read<K>();
-        get(r, q.box);
-        break;
-      case op_kind::split:
-        q.new_node = r.read<node_ref>();
-        q.marked = r.read<node_ref>();
-        q.new_height = r.read<std::int32_t>();
-        break;
-      default: break;
-    }
-    if (q.op == op_kind::erase || q.op == op_kind::split) q.waiters = r.read<std::vector<waiter>>();
-    if (q.has(flag::synchronous)) q.sender = r.read<node_ref>();
-    if (seeks_neighbour(q.op)) {
-      q.attempt = r.read<std::uint8_t>();
-      q.probes = r.read<std::uint16_t>();
-      q.probed = r.read<node_ref>();
-    }
-  }
-
-  static void put(byte_writer& w, const reply<K, V>& p) {
-    w.write(p.client);
-    w.write(p.seq);
-    w.write(p.st);
-    w.write(p.op);
-    w.write(p.head_stamp);
-    w.write(p.key);
-    w.write(p.value);
-    if (p.op == op_kind::range) {
-      w.write(p.hi);
-      w.write(p.hi_inclusive);
-      w.write(p.keys);
-      w.write(p.values);
-    }
-    if (p.st == status::split_needed) {
-      w.write(p.new_node);
-      w.write(p.marked);
-      w.write(p.new_height);
-    }
-    if (seeks_neighbour(p.op)) {
-      w.write(p.attempt);
-      w.write(p.probes);
-    }
-  }
-  static void get(byte_reader& r, reply<K, V>& p) {
-    p.client = r.read<std::int32_t>();
-    p.seq = r.read<std::uint64_t>();
-    p.st = r.read<status>();
-    p.op = r.read<op_kind>();
-    p.head_stamp = r.read<std::uint64_t>();
-    p.key = r.read<K>();
-    p.value = r.read<V>();
-    if (p.op == op_kind::range) {
-      p.hi = r.read<K>();
-      p.hi_inclusive = r.read<bool>();
-      p.keys = r.read<std::vector<K>>();
-      p.values = r.read<std::vector<V>>();
-    }
-    if (p.st == status::split_needed) {
-      p.new_node = r.read<node_ref>();
-      p.marked = r.read<node_ref>();
-      p.new_height = r.read<std::int32_t>();
-    }
-    if (seeks_neighbour(p.op)) {
-      p.attempt = r.read<std::uint8_t>();
-      p.probes = r.read<std::int32_t>();
-    }
-  }
-
-  static void put(byte_writer& w, const bounce<K, V>& b) { put(w, b.req); }
-  static void get(byte_reader& r, bounce<K, V>& b) { get(r, b.req); }
-
-  static void put(byte_writer& w, const alloc_request<K>& a) {
-    w.write(a.requester);
-    w.write(a.start_rank);
-    w.write(a.hops);
-    w.write(a.height);
-    w.write(a.for_split_before);
-    w.write(a.min);
-  }
-  static void get(byte_reader& r, alloc_request<K>& a) {
-    a.requester = r.read<node_ref>();
-    a.start_rank = r.read<std::int32_t>();
-    a.hops = r.read<std::int32_t>();
-    a.height = r.read<std::int32_t>();
-    a.for_split_before = r.read<bool>();
-    a.min = r.read<K>();
-  }
-
-  static void put(byte_writer& w, const alloc_reply& a) {
-    w.write(a.requester);
-    w.write(a.granted);
-  }
-  static void get(byte_reader& r, alloc_reply& a) {
-    a.requester = r.read<node_ref>();
-    a.granted = r.read<node_ref>();
-  }
-
-  static void put(byte_writer& w, const node_init<K, V>& n) {
-    w.write(n.target);
-    w.write(n.min);
-    w.write(n.next);
-    w.write(n.next_min);
-    w.write(n.fenced);
-    w.write(n.keys);
-    w.write(n.values);
-  }
-  static void get(byte_reader& r, node_init<K, V>& n) {
-    n.target = r.read<node_ref>();
-    n.min = r.read<K>();
-    n.next = r.read<std::vector<node_ref>>();
-    n.next_min = r.read<std::vector<K>>();
-    n.fenced = r.read<std::vector<std::uint8_t>>();
-    n.keys = r.read<std::vector<K>>();
-    n.values = r.read<std::vector<V>>();
-  }
-
-  static void put(byte_writer& w, const set_link<K>& s) {
-    w.write(s.target);
-    w.write(s.level);
-    w.write(s.next);
-    w.write(s.next_min);
-    w.write(static_cast<std::uint8_t>((s.init ? 1 : 0) | (s.release ? 2 : 0) | (s.fenced ? 4 : 0)));
-  }
-  static void get(byte_reader& r, set_link<K>& s) {
-    s.target = r.read<node_ref>();
-    s.level = r.read<std::int32_t>();
-    s.next = r.read<node_ref>();
-    s.next_min = r.read<K>();
-    const auto f = r.read<std::uint8_t>();
-    s.init = f & 1;
-    s.release = f & 2;
-    s.fenced = f & 4;
-  }
-
-  static void put(byte_writer& w, const marker& m) {
-    w.write(m.target);
-    w.write(m.client);
-    w.write(m.seq);
-  }
-  static void get(byte_reader& r, marker& m) {
-    m.target = r.read<node_ref>();
-    m.client = r.read<std::int32_t>();
-    m.seq = r.read<std::uint64_t>();
-  }
-
-  static void put(byte_writer& w, const split_take<K, V>& s) {
-    w.write(s.target);
-    w.write(s.new_node);
-    w.write(s.client);
-    w.write(s.seq);
-    w.write(s.markers);
-    w.write(s.keys);
-    w.write(s.values);
-  }
-  static void get(byte_reader& r, split_take<K, V>& s) {
-    s.target = r.read<node_ref>();
-    s.new_node = r.read<node_ref>();
-    s.client = r.read<std::int32_t>();
-    s.seq = r.read<std::uint64_t>();
-    s.markers = r.read<std::int32_t>();
-    s.keys = r.read<std::vector<K>>();
-    s.values = r.read<std::vector<V>>();
-  }
-
-  static void put(byte_writer& w, const split_data<K, V>& s) {
-    w.write(s.target);
-    w.write(s.giver);
-    w.write(s.giver_min);
-    w.write(s.keys);
-    w.write(s.values);
-  }
-  static void get(byte_reader& r, split_data<K, V>& s) {
-    s.target = r.read<node_ref>();
-    s.giver = r.read<node_ref>();
-    s.giver_min = r.read<K>();
-    s.keys = r.read<std::vector<K>>();
-    s.values = r.read<std::vector<V>>();
-  }
-
-  static void put(byte_writer& w, const fence& f) {
-    w.write(f.from);
-    w.write(f.dest);
-  }
-  static void get(byte_reader& r, fence& f) {
-    f.from = r.read<node_ref>();
-    f.dest = r.read<node_ref>();
-  }
-  static void put(byte_writer& w, const fence_ack& f) {
-    w.write(f.from);
-    w.write(f.dest);
-  }
-  static void get(byte_reader& r, fence_ack& f) {
-    f.from = r.read<node_ref>();
-    f.dest = r.read<node_ref>();
-  }
-  static void put(byte_writer& w, const arrived& a) { w.write(a.sender); }
-  static void get(byte_reader& r, arrived& a) { a.sender = r.read<node_ref>(); }
-};
 
 }  // namespace shoal::detail::ordered_map

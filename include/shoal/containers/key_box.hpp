@@ -1,10 +1,12 @@
-// shoal/containers/detail/ordered_map/key_range.hpp — range queries over multi-dimensional keys.
+// shoal/containers/key_box.hpp — range queries over multi-dimensional keys (shoal::ordered_map::range).
 //
 // A multi-dimensional key is a std::tuple or std::array of integers, ordered dimension by dimension (the tuple's own
 // lexicographic operator<). A query names, per dimension, either one value or an inclusive interval, in the paper's
 // syntax: "4.[2,8].3.[1,3]" matches keys whose first dimension is 4, second in [2,8], third 3, fourth in [1,3].
 // The skip list answers it as one ordered range, from the smallest key of the box to the largest, in which every
 // node keeps only the keys inside the box (the ordering is by dimension, so the box is not contiguous).
+//
+// Cost: parse O(length of the text); contains, lowest, highest, check_for O(dimensions); no communication.
 #pragma once
 
 #include <array>
@@ -23,7 +25,7 @@
 
 namespace shoal {
 
-namespace detail::ordered_map {
+namespace detail {
 
 template <class T>
 struct integer_tuple : std::false_type {};
@@ -36,11 +38,11 @@ struct integer_tuple<std::array<E, N>> : std::true_type {
   static constexpr std::size_t dims = N;
 };
 
-}  // namespace detail::ordered_map
+}  // namespace detail
 
 /// Keys that range queries can address dimension by dimension: a std::tuple or std::array of integers, or one integer.
 template <class K>
-concept multi_dimensional_key = detail::ordered_map::integer_tuple<K>::value || std::integral<K>;
+concept multi_dimensional_key = detail::integer_tuple<K>::value || std::integral<K>;
 
 /// One dimension of a range query: every value in [lo, hi].
 struct dimension_range {
@@ -160,7 +162,7 @@ class key_box {
   template <class K>
   static constexpr std::size_t dims_of() {
     if constexpr (std::integral<K>) return 1;
-    else return detail::ordered_map::integer_tuple<K>::dims;
+    else return detail::integer_tuple<K>::dims;
   }
   template <class E>
   static bool fits(std::int64_t v) {

@@ -1,8 +1,15 @@
-// shoal/containers/detail/ordered_map/options.hpp — the settings of shoal::ordered_map.
+// shoal/containers/ordered_map_options.hpp — the settings of shoal::ordered_map: its consistency semantics and
+// ordered_map_options (every field defaulted; validate() names the field and its accepted range, and the map's
+// constructor calls it).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "shoal/containers/detail/option_check.hpp"
 
 namespace shoal {
 
@@ -45,6 +52,28 @@ struct ordered_map_options {
   std::size_t batch = 64;
   /// Seed of the tower heights (each rank adds its rank).
   std::uint64_t seed = 0x5157a11;
+
+  /// Throws shoal::usage_error naming the first field out of its range: semantics one of the three, granularity >= 2,
+  /// tower_p in (0, 1), max_height in 1..64, nodes_per_rank in 1..2^32, 1 <= window_min <= window <= window_max.
+  void validate() const {
+    constexpr std::string_view o = "ordered_map_options::";
+    auto field = [&](const char* name) { return std::string(o) + name; };
+    detail::check_option(semantics == consistency::total_order || semantics == consistency::sequential ||
+                             semantics == consistency::none,
+                         field("semantics"), "total_order, sequential or none", semantics);
+    detail::check_option(granularity >= 2, field("granularity"), "at least 2", granularity);
+    detail::check_option(tower_p > 0 && tower_p < 1, field("tower_p"), "in (0, 1)", tower_p);
+    detail::check_option(max_height >= 1 && max_height <= 64, field("max_height"), "in 1..64", max_height);
+    detail::check_option(nodes_per_rank >= 1 && nodes_per_rank <= std::numeric_limits<std::uint32_t>::max(),
+                         field("nodes_per_rank"), "in 1..4294967295", nodes_per_rank);
+    detail::check_option(window_min >= 1, field("window_min"), "at least 1", window_min);
+    detail::check_option(window_max >= window_min, field("window_max"),
+                         "at least window_min = " + std::to_string(window_min), window_max);
+    detail::check_option(window >= window_min && window <= window_max, field("window"),
+                         "in [window_min, window_max] = [" + std::to_string(window_min) + ", " +
+                             std::to_string(window_max) + "]",
+                         window);
+  }
 };
 
 }  // namespace shoal

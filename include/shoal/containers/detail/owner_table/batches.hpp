@@ -1,0 +1,54 @@
+// shoal/containers/detail/owner_table/batches.hpp — how a batch is cut by owner and put back together.
+//
+// A batch over n inputs is split into one part per owner (the input positions whose keys it owns); each part travels
+// as one operation whose arguments are gathered from those positions; the owners' replies merge into one result —
+// counts added, or per-key results scattered back to their input positions.
+#pragma once
+
+#include <cstddef>
+#include <tuple>
+#include <vector>
+
+#include "shoal/containers/dist_map_results.hpp"
+
+namespace shoal::detail {
+
+/// Batch merges: add the counts of every owner; or put each owner's results back at their input positions.
+struct merge_counts {
+  void operator()(batch_insert_result& total, batch_insert_result&& part, const std::vector<std::size_t>&) const {
+    total += part;
+  }
+};
+struct scatter_back {
+  template <class T>
+  void operator()(std::vector<T>& out, std::vector<T>&& part, const std::vector<std::size_t>& positions) const {
+    for (std::size_t i = 0; i < positions.size(); ++i) out[positions[i]] = std::move(part[i]);
+  }
+};
+
+/// The elements of `range` at `positions`, projected by `get`.
+template <class T, class Range, class Get>
+std::vector<T> gather(const Range& range, const std::vector<std::size_t>& positions, Get get) {
+  std::vector<T> out;
+  out.reserve(positions.size());
+  for (std::size_t i : positions) out.push_back(static_cast<T>(get(range[i])));
+  return out;
+}
+inline constexpr auto first_of = [](const auto& e) -> decltype(auto) { return std::get<0>(e); };
+inline constexpr auto second_of = [](const auto& e) -> decltype(auto) { return std::get<1>(e); };
+inline constexpr auto itself = [](const auto& e) -> decltype(auto) { return e; };
+
+/// A batch of one single-key operation: runs Single at the owner for every key it received, results in order.
+template <class Single>
+struct per_key_batch_op {
+  using wire = std::vector<typename Single::wire>;
+  template <class Engine, class K>
+  static wire apply(Engine& t, int, std::vector<K> keys) {
+    wire out;
+    out.reserve(keys.size());
+    for (auto& k : keys) out.push_back(Single::apply(t, 0, std::move(k)));
+    return out;
+  }
+};
+
+}  // namespace shoal::detail

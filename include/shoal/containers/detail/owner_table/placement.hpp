@@ -1,0 +1,67 @@
+// shoal/containers/detail/owner_table/placement.hpp — which team rank owns a key, and the layout: co-located (every
+// rank owns a shard) or service (the server ranks of dist_map_options::servers own the data, the others are clients).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "shoal/containers/dist_map_options.hpp"
+#include "shoal/core/error.hpp"
+#include "shoal/core/hash.hpp"
+
+namespace shoal::detail {
+
+template <class K>
+class owner_placement {
+ public:
+  /// Validates the options for a team of `ranks` ranks and key type K (`name` starts the error messages).
+  owner_placement(const dist_map_options& opts, int me, int ranks, const std::string& name)
+      : placement_(opts.placement), seed_(opts.seed) {
+    opts.validate(ranks);
+    if constexpr (!std::is_integral_v<K>) {
+      if (placement_ == key_placement::cyclic) {
+        throw usage_error(name + ": dist_map_options::placement = key_placement::cyclic needs an integral key type; "
+                                 "use key_placement::hashed");
+      }
+    }
+    if (opts.servers.empty()) {
+      for (int r = 0; r < ranks; ++r) owners_.push_back(r);
+    } else {
+      owners_ = opts.servers;
+      service_ = true;
+      clients_ = ranks - static_cast<int>(owners_.size());
+    }
+    for (int s : owners_) owns_shard_ = owns_shard_ || s == me;
+  }
+
+  int owner_of(const K& key) const {
+    std::size_t i;
+    if constexpr (std::is_integral_v<K>) {
+      i = placement_ == key_placement::cyclic
+              ? static_cast<std::size_t>(static_cast<std::make_unsigned_t<K>>(key) % owners_.size())
+              : static_cast<std::size_t>(hash_value(key, seed_) % owners_.size());
+    } else {
+      i = static_cast<std::size_t>(hash_value(key, seed_) % owners_.size());
+    }
+    return owners_[i];
+  }
+  const std::vector<int>& owners() const { return owners_; }
+  /// True when this rank stores data (every rank co-located; the servers in the service layout).
+  bool owns_shard() const { return owns_shard_; }
+  bool is_service() const { return service_; }
+  /// Service layout: the number of client ranks (0 co-located).
+  int clients() const { return clients_; }
+
+ private:
+  key_placement placement_;
+  std::uint64_t seed_;
+  std::vector<int> owners_;
+  bool service_ = false;
+  bool owns_shard_ = false;
+  int clients_ = 0;
+};
+
+}  // namespace shoal::detail

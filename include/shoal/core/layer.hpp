@@ -1,0 +1,102 @@
+// shoal/core/layer.hpp — what the core offers a communication layer built on it (for layer authors).
+//
+// Programs and containers do not need this header. A layer (shoal's active-message layer, include/shoal/am/, is
+// one) keeps per-run state of its own — a communicator, buffers, counters — that must start with every environment,
+// make progress whenever shoal waits, and end before the environment does. These are the core's hooks for that, and
+// the pieces of the core's waiting and settings that such a layer reuses so it behaves like the rest of shoal.
+//
+//   layer::on_every_start(fn)      at static initialisation: fn runs in every environment, collectively, once the
+//                                  runtime is up (world() usable), before the environment's constructor returns;
+//                                  a second environment in the same process gets a fresh start
+//   layer::add_progress_hook(fn)   while an environment runs (typically from a start function): fn runs at every
+//                                  shoal::progress() of this run, i.e. inside every wait of shoal
+//   layer::add_finalize_hook(fn)   likewise: fn runs when the environment ends, hooks in reverse order of
+//                                  registration, before the heap and the communicators are freed (drain here)
+//   layer::current_run()           the running environment's id (1, 2, ... in this process), 0 when none runs
+//   layer::run_is_live(id)         whether environment `id` is still up (state of an ended run must not be freed
+//                                  into a later one)
+//   layer::require_running()       throws usage_error ("not initialized" / "finalized") unless an environment runs
+//   layer::note_arrival()          a progress hook received something from another rank: waits restart their
+//                                  back-off, so a rank serving a stream of requests stays responsive
+//   layer::in_one_sided_wait()     a wait for a one-sided operation runs on this thread; a progress hook then only
+//                                  sends and starts no new work (docs/core.md, "Handlers that wait")
+//   layer::size_setting(variable)  a size read from an environment variable with the core's strict parser (bytes,
+//                                  optional K/M/G/T; a bad value is a usage_error naming the variable)
+//   layer::wait(request)           waits for an MPI request the way every shoal wait does (progress, yield, sleep)
+//   layer::backoff                 that wait's back-off alone, for a loop that polls by its own means and must not
+//                                  run shoal::progress() (the active-message layer's wait for a free send slot)
+//   layer::fault_mode()            tests only: the fault mode's settings (SHOAL_FAULTS; nullopt when off), and
+//   layer::fault_scheduler<Item>   the one mechanism that delays and reorders a channel's arrivals under it (held
+//                                  per sender, released in a seeded order across senders, in order per sender),
+//                                  as the core does on its own channel (docs/testing.md, "Faults")
+//
+// Every call is local (no communication) and costs a few instructions, except wait, which waits.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+
+#include "shoal/core/detail/faults.hpp"
+#include "shoal/core/detail/runtime.hpp"
+#include "shoal/core/detail/size_parse.hpp"
+#include "shoal/core/progress.hpp"
+
+namespace shoal::layer {
+
+/// Registers `start` to run at the start of every environment (call during static initialisation, e.g.
+/// `inline const bool registered = (shoal::layer::on_every_start(&start), true);` in the layer's header).
+inline void on_every_start(void (*start)()) { detail::start_hooks().push_back(start); }
+
+/// Runs `hook` at every shoal::progress() of the running environment. usage_error when none runs.
+inline void add_progress_hook(std::function<void()> hook) { detail::rt().progress_hooks.push_back(std::move(hook)); }
+
+/// Runs `hook` when the running environment ends (reverse order of registration, before the heap and the
+/// communicators are freed). usage_error when none runs.
+inline void add_finalize_hook(std::function<void()> hook) { detail::rt().finalize_hooks.push_back(std::move(hook)); }
+
+/// The id of the running environment (1, 2, ... in this process); 0 when none runs.
+inline std::uint64_t current_run() noexcept { return detail::current_run(); }
+
+/// True while environment `run` is up.
+inline bool run_is_live(std::uint64_t run) noexcept { return detail::run_is_live(run); }
+
+/// Throws the usage_error that says shoal is not initialized, or already finalized, unless an environment runs.
+inline void require_running() { (void)detail::rt(); }
+
+/// Tells the waits of shoal that a progress hook received something from another rank.
+inline void note_arrival() { ++detail::rt().progress_arrivals; }
+
+/// True while a wait for a one-sided operation runs on this thread.
+inline bool in_one_sided_wait() { return detail::rt().one_sided_waits > 0; }
+
+/// The size in environment variable `variable` (unset or empty: nullopt), parsed like SHOAL_HEAP_SIZE.
+inline std::optional<std::size_t> size_setting(const char* variable) { return detail::env_size(variable); }
+
+/// Waits for `request` while making progress, backing off like every wait in shoal.
+inline void wait(MPI_Request& request) { detail::wait_request(request); }
+
+/// The back-off of shoal's waits without the progress: construct one per wait, call it once per poll with whether
+/// the poll achieved anything (after 64 fruitless polls it yields, after 4,096 it sleeps 20 us per poll).
+class backoff {
+ public:
+  void operator()(bool moved) { waiter_.backoff(moved); }
+
+ private:
+  detail::spin_waiter waiter_;
+};
+
+/// Tests only: the fault mode's settings from SHOAL_FAULTS (nullopt when off; a bad value is a usage_error).
+inline std::optional<detail::fault_settings> fault_mode() { return detail::env_faults(); }
+
+/// Holds what a channel received (one lane per sender) and releases it in a seeded random order across lanes, in
+/// order per lane (include/shoal/core/detail/faults.hpp); each channel of a rank uses its own fault_stream.
+template <class Item>
+using fault_scheduler = detail::fault_scheduler<Item>;
+using detail::fault_stream;
+
+}  // namespace shoal::layer
