@@ -5,10 +5,10 @@
 // (bloom_filter::owner). Ranks stream the k-mer occurrences of their reads to their owners through one-sided queues
 // (owner_exchange.hpp: a shoal::circular_queue hosted by every rank); the owner applies them to its own Bloom blocks
 // (bloom_filter::local_insert: a load and a store, no remote atomic and no MPI call on either RMA path) and its local
-// count table (shoal::local::flat_table), one k-mer at a time, prefetching the Bloom block and table slot of the
-// k-mer `prefetch_ahead` places further on (the work is cache misses). Two passes over the reads (held in memory):
-//   1. sighting:  the owner inserts the k-mer into the Bloom filter; if it was (probably) there already, the k-mer
-//                 enters the count table (count 0). Singletons, most of them sequencing errors, stay out.
+// count table (shoal::local::flat_table), one k-mer at a time, prefetching the table slot of the k-mer
+// `prefetch_ahead` places further on (the work is cache misses). Two passes over the reads (held in memory):
+//   1. sighting:  a k-mer not yet in the count table goes into the Bloom filter; if it was (probably) there already,
+//                 it enters the count table (count 0). Singletons, most of them sequencing errors, stay out.
 //   2. tallying:  the owner counts every occurrence of a k-mer that is in the table, with the base on each side in
 //                 the canonical orientation (left and right tallies of A, C, G, T).
 // Exactness: every k-mer occurring at least twice is in the table (its second sighting finds its bits set, whatever
