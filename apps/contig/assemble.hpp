@@ -36,26 +36,23 @@ inline assembly assemble(std::size_t k, const std::vector<kmer_entry>& mine,
   assembly out;
   if (starting) starting("k-mer table");
   const auto all = shoal::allreduce(mine.size(), shoal::op::sum{});
-  shoal::hash_map<kmer_code, extensions> table(2 * all + 64);
-  shoal::barrier();
+  shoal::hash_map<kmer_code, extensions> table(2 * all + 64);  // collective: every rank has it on return
   auto t0 = std::chrono::steady_clock::now();
   {
     shoal::hash_map_buffer buffer(table, buffer_opts);
     for (const auto& e : mine) buffer.post_insert(e.kmer, e.ext);
     out.total_kmers = buffer.flush();
   }
-  out.insert_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});
+  out.insert_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});  // flush() completed the table
 
   if (starting) starting("walk");
-  shoal::barrier();
   t0 = std::chrono::steady_clock::now();
   walker walk(
       k, [&](const kmer_code& c) { return table.find(c, shoal::promise::find); },
       [&](const kmer_code& c) { table.prefetch(c); });
   out.contigs = walk.contigs_from(mine);
   out.lookups = walk.lookups();
-  out.traverse_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});
-  shoal::barrier();
+  out.traverse_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});  // every walk is done
   return out;
 }
 

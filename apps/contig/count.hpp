@@ -5,10 +5,10 @@
 // (bloom_filter::owner). Ranks stream the k-mer occurrences of their reads to their owners through one-sided queues
 // (owner_exchange.hpp: a shoal::circular_queue hosted by every rank); the owner applies them to its own Bloom blocks
 // (bloom_filter::local_insert: a load and a store, no remote atomic and no MPI call on either RMA path) and its local
-// count table (shoal::local::flat_table), one k-mer at a time, prefetching the Bloom block and table slot of the
-// k-mer `prefetch_ahead` places further on (the work is cache misses). Two passes over the reads (held in memory):
-//   1. sighting:  the owner inserts the k-mer into the Bloom filter; if it was (probably) there already, the k-mer
-//                 enters the count table (count 0). Singletons, most of them sequencing errors, stay out.
+// count table (shoal::local::flat_table), one k-mer at a time, prefetching the table slot of the k-mer
+// `prefetch_ahead` places further on (the work is cache misses). Two passes over the reads (held in memory):
+//   1. sighting:  a k-mer not yet in the count table goes into the Bloom filter; if it was (probably) there already,
+//                 it enters the count table (count 0). Singletons, most of them sequencing errors, stay out.
 //   2. tallying:  the owner counts every occurrence of a k-mer that is in the table, with the base on each side in
 //                 the canonical orientation (left and right tallies of A, C, G, T).
 // Exactness: every k-mer occurring at least twice is in the table (its second sighting finds its bits set, whatever
@@ -119,18 +119,22 @@ inline std::uint64_t kmer_occurrences(const read_fragments& reads, std::size_t k
 /// Collective construction and passes.
 class kmer_counter {
  public:
-  /// Collective. `occurrences` is the number of k-mer occurrences of all ranks' reads (sizes the Bloom filter).
+  /// Collective. `occurrences` is the number of k-mer occurrences of all ranks' reads (sizes the Bloom filter and,
+  /// for small inputs, the exchange queues).
   kmer_counter(std::size_t k, std::uint64_t occurrences, kmer_counter_options opts = {})
-      : k_(k), queue_kmers_(opts.queue_kmers), bloom_(bloom_bits(occurrences, opts), opts.bloom_hashes) {}
+      : k_(k),
+        bloom_(bloom_bits(occurrences, opts), opts.bloom_hashes),
+        exchange_(chunk_kmers,
+                  static_cast<std::size_t>(std::clamp<std::uint64_t>(occurrences, 1, opts.queue_kmers))) {}
 
-  /// Collective, pass 1: every k-mer occurrence to its owner's Bloom filter; seen twice -> into the table.
-  void sight(const read_fragments& reads) {
-    pass(reads, [](const kmer_sighting& s) { return s.kmer; }, &kmer_counter::on_sighting, owners::record);
-  }
+  /// Collective, pass 1: every k-mer occurrence to its owner's Bloom filter; seen twice -> into the table. (The
+  /// occurrences travel with their sides, unused here: both passes share one exchange, whose construction and
+  /// destruction are collective.)
+  void sight(const read_fragments& reads) { pass(reads, &kmer_counter::on_sighting, owners::record); }
 
   /// Collective, pass 2: every occurrence of a k-mer in the table counted with its neighbouring bases.
   void tally(const read_fragments& reads) {
-    pass(reads, [](const kmer_sighting& s) { return s; }, &kmer_counter::on_tally, owners::replay);
+    pass(reads, &kmer_counter::on_tally, owners::replay);
     owners_ = {};
   }
 
@@ -161,7 +165,8 @@ class kmer_counter {
     while (slots * 7 / 8 < table_.size()) slots *= 2;
     return slots * (sizeof(std::pair<kmer_code, kmer_tally>) + 1);
   }
-  /// The most bytes the exchange held at once on this rank (batches, hosted queue, received items).
+  /// The most bytes the exchange held at once on this rank (batches, hosted queue, received items, the owner of
+  /// every occurrence between the passes).
   std::size_t exchange_bytes() const { return exchange_bytes_; }
 
  private:
@@ -169,53 +174,44 @@ class kmer_counter {
 
   static constexpr std::size_t chunk_kmers = std::size_t{1} << 15;  // occurrences taken from the reads per turn
 
-  // Collective: one pass. The k-mer occurrences of the reads (as `pick` makes them), fragment by fragment, stream to
-  // their owners (owner_exchange), where `on` applies them. The queues hold no more than the most occurrences a
-  // rank has (small inputs, small queues).
   // Owners of the occurrences: pass 1 computes them (a hash each) and, with at most 256 ranks, records them in
   // order (a byte each); pass 2 replays the record instead of hashing again.
   enum class owners { record, replay };
 
-  template <class Pick, class Item>
-  void pass(const read_fragments& reads, Pick pick, void (kmer_counter::*on)(const Item&), owners mode) {
+  // Collective: one pass. The k-mer occurrences of the reads, fragment by fragment, stream to their owners
+  // (owner_exchange), where `on` applies them.
+  void pass(const read_fragments& reads, void (kmer_counter::*on)(const kmer_sighting&), owners mode) {
     const auto mine = kmer_occurrences(reads, k_);
-    const auto most = shoal::allreduce(mine, shoal::op::max{});
-    owner_exchange<Item> exchange(chunk_kmers, static_cast<std::size_t>(std::clamp<std::uint64_t>(most, 1, queue_kmers_)));
     const bool recording = mode == owners::record && shoal::size() <= 256;
     const bool replaying = mode == owners::replay && owners_.size() == mine;
     if (recording) owners_.reserve(mine);
     std::size_t next = 0;      // the first fragment not yet sent
     std::size_t sighting = 0;  // occurrences sent so far
-    exchange.run(
-        [&](std::vector<std::vector<Item>>& batches, std::size_t budget) {
+    exchange_.run(
+        [&](std::vector<std::vector<kmer_sighting>>& batches, std::size_t budget) {
           std::size_t added = 0;
           for (; next < reads.size() && added < budget; ++next) {
             for_each_kmer(reads[next], k_, [&](const kmer_sighting& s) {
               const auto owner = replaying ? owners_[sighting] : static_cast<std::size_t>(bloom_.owner(s.kmer));
               if (recording) owners_.push_back(static_cast<std::uint8_t>(owner));
-              batches[owner].push_back(pick(s));
+              batches[owner].push_back(s);
               ++sighting;
               ++added;
             });
           }
           return next < reads.size();
         },
-        [&](std::span<const Item> items) { apply(items, on); });
-    exchange_bytes_ = std::max(exchange_bytes_, exchange.bytes() + owners_.capacity());
+        [&](std::span<const kmer_sighting> items) { apply(items, on); });
+    exchange_bytes_ = std::max(exchange_bytes_, exchange_.bytes() + owners_.capacity());
   }
 
-  // The owner's side: `on` for each item, the Bloom block and table slot of a later one prefetched.
-  template <class Item>
-  void apply(std::span<const Item> items, void (kmer_counter::*on)(const Item&)) {
+  // The owner's side: `on` for each item, with the table slot of the item `prefetch_ahead` places on prefetched.
+  void apply(std::span<const kmer_sighting> items, void (kmer_counter::*on)(const kmer_sighting&)) {
     for (std::size_t i = 0; i < items.size(); ++i) {
-      if (i + prefetch_ahead < items.size()) {
-        table_.prefetch(key_of(items[i + prefetch_ahead]));
-      }
+      if (i + prefetch_ahead < items.size()) table_.prefetch(items[i + prefetch_ahead].kmer);
       (this->*on)(items[i]);
     }
   }
-  static const kmer_code& key_of(const kmer_code& c) { return c; }
-  static const kmer_code& key_of(const kmer_sighting& s) { return s.kmer; }
 
   static std::size_t bloom_bits(std::uint64_t occurrences, const kmer_counter_options& opts) {
     return std::max<std::size_t>(1024, static_cast<std::size_t>(static_cast<double>(occurrences) *
@@ -225,9 +221,9 @@ class kmer_counter {
   // A k-mer already in the table has all its Bloom bits set (it entered the table because they were), so the
   // filter is consulted only for k-mers not in the table: the same outcome, and most occurrences (a k-mer's third
   // and later) cost one table lookup instead of the filter's hashes and block as well.
-  void on_sighting(const kmer_code& c) {
-    if (table_.find(c)) return;
-    if (bloom_.local_insert(c)) table_.try_emplace(c);
+  void on_sighting(const kmer_sighting& s) {
+    if (table_.find(s.kmer)) return;
+    if (bloom_.local_insert(s.kmer)) table_.try_emplace(s.kmer);
     else ++first_sightings_;
   }
   void on_tally(const kmer_sighting& s) {
@@ -235,8 +231,8 @@ class kmer_counter {
   }
 
   std::size_t k_;
-  std::size_t queue_kmers_;
   shoal::bloom_filter<kmer_code> bloom_;
+  owner_exchange<kmer_sighting> exchange_;
   shoal::local::flat_table<kmer_code, kmer_tally> table_;
   std::uint64_t first_sightings_ = 0;
   std::size_t exchange_bytes_ = 0;

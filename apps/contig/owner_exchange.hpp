@@ -8,7 +8,8 @@
 // drain its own queue (pops on its own memory), applying what arrived. A piece that does not fit waits, in order,
 // for a later turn. When its source is exhausted and every piece pushed, a rank announces to each owner how many
 // items it pushed there (an atomic store into the owner's words), then drains until every rank has announced and
-// it has received the sum; a barrier ends the exchange. Collective construction: p queues and one darray.
+// it has received the sum; a barrier ends the exchange. Collective construction: p queues and one darray; an
+// exchange may run any number of times (the counter runs its two passes through one).
 //
 // Why streamed this way: on a machine with more runnable processes than cores, a rank is often descheduled, and a
 // rank that must wait for another loses its share of the CPU. An active-message buffer (MPI two-sided) needs its
@@ -61,6 +62,8 @@ class owner_exchange {
   template <class Fill, class Apply>
   void run(Fill&& fill, Apply&& apply) {
     const std::size_t p = batches_.size();
+    std::fill(sent_.begin(), sent_.end(), 0);
+    received_ = 0;
     bool source_left = true;
     waiter idle;
     while (source_left || held() > 0) {
@@ -81,7 +84,12 @@ class owner_exchange {
       if (dest != me_) shoal::atomic_store(announced_.ptr(dest * p + me_), sent_[dest] + 1);
     }
     while (!all_received()) idle.after(drain(apply));
-    shoal::barrier();  // every rank received everything: the queues may go
+    // Every announcement to this rank is read: clear them for the next run before the barrier, after which another
+    // rank may announce again.
+    for (std::size_t source = 0; source < p; ++source) {
+      if (source != me_) shoal::atomic_store(announced_.ptr(me_ * p + source), std::uint64_t{0});
+    }
+    shoal::barrier();  // every rank received everything: the queues are empty
   }
 
   /// Pushes that found an owner's queue full (the piece waited for a later turn), on this rank.
