@@ -102,6 +102,19 @@ if(SHOAL_BUILD_BENCH)
     set_tests_properties(contig.reads_malformed.np${n} PROPERTIES TIMEOUT 60 PROCESSORS ${procs}
                          ENVIRONMENT "${_contig_env}" LABELS contig
                          PASS_REGULAR_EXPRESSION "contig_bad.fq: line 159: expected a '\\+' separator line")
+    # The same for a FASTA line that is not bases, and for a gzip file cut short.
+    add_test(NAME contig.reads_malformed_fasta.np${n}
+             COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} $<TARGET_FILE:shoal-contig>
+                     --reads ${PROJECT_SOURCE_DIR}/tests/data/contig_bad.fa --k 21)
+    set_tests_properties(contig.reads_malformed_fasta.np${n} PROPERTIES TIMEOUT 60 PROCESSORS ${procs}
+                         ENVIRONMENT "${_contig_env}" LABELS contig
+                         PASS_REGULAR_EXPRESSION "contig_bad.fa: line 4: expected a line of bases")
+    add_test(NAME contig.reads_truncated_gzip.np${n}
+             COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} $<TARGET_FILE:shoal-contig>
+                     --reads ${PROJECT_SOURCE_DIR}/tests/data/contig_truncated.fq.gz --k 21)
+    set_tests_properties(contig.reads_truncated_gzip.np${n} PROPERTIES TIMEOUT 60 PROCESSORS ${procs}
+                         ENVIRONMENT "${_contig_env}" LABELS contig
+                         PASS_REGULAR_EXPRESSION "contig_truncated.fq.gz: truncated gzip data")
   endforeach()
 
   # k = 63 (the largest odd k of the 2-word k-mers), and the --ufx round trip: the solid k-mers written in reads mode
