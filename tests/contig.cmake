@@ -28,6 +28,14 @@ if(SHOAL_BUILD_BENCH)
                              ${CMAKE_CURRENT_BINARY_DIR}/contig_reads_fasta_gz.reads.3.fa.gz)
   set(_contig_reads_fastq_gz ${CMAKE_CURRENT_BINARY_DIR}/contig_reads_fastq_gz.reads.fq.gz)
   set(_contig_reads_fasta ${CMAKE_CURRENT_BINARY_DIR}/contig_reads_fasta.reads.fa)
+  # contig.<name>.np<n>: reads mode on tests/data/<file> must stop with output matching <regex>.
+  function(contig_reads_error name n procs file regex)
+    add_test(NAME contig.${name}.np${n}
+             COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} $<TARGET_FILE:shoal-contig>
+                     --reads ${PROJECT_SOURCE_DIR}/tests/data/${file} --k 21)
+    set_tests_properties(contig.${name}.np${n} PROPERTIES TIMEOUT 60 PROCESSORS ${procs}
+                         ENVIRONMENT "${_contig_env}" LABELS contig PASS_REGULAR_EXPRESSION "${regex}")
+  endfunction()
   foreach(n 1 2 3 4)
     set(procs ${n})
     if(procs GREATER 2)
@@ -95,13 +103,13 @@ if(SHOAL_BUILD_BENCH)
     set_tests_properties(contig.reads_nonacgt_ufx.np${n} PROPERTIES TIMEOUT 30 LABELS contig
                          FIXTURES_REQUIRED contig_nonacgt.np${n})
 
-    # A malformed FASTQ stops every rank with the file, the line and what was expected.
-    add_test(NAME contig.reads_malformed.np${n}
-             COMMAND ${SHOAL_TEST_LAUNCH} ${MPIEXEC_EXECUTABLE} ${n} $<TARGET_FILE:shoal-contig>
-                     --reads ${PROJECT_SOURCE_DIR}/tests/data/contig_bad.fq --k 21)
-    set_tests_properties(contig.reads_malformed.np${n} PROPERTIES TIMEOUT 60 PROCESSORS ${procs}
-                         ENVIRONMENT "${_contig_env}" LABELS contig
-                         PASS_REGULAR_EXPRESSION "contig_bad.fq: line 159: expected a '\\+' separator line")
+    # A malformed file stops every rank with the file, the line and what was expected: a FASTQ '+' line replaced, a
+    # FASTA line that is not bases, a gzip file cut short.
+    contig_reads_error(reads_malformed ${n} ${procs} contig_bad.fq
+                       "contig_bad.fq: line 159: expected a '\\+' separator line")
+    contig_reads_error(reads_malformed_fasta ${n} ${procs} contig_bad.fa "contig_bad.fa: line 4: expected a line of bases")
+    contig_reads_error(reads_truncated_gzip ${n} ${procs} contig_truncated.fq.gz
+                       "contig_truncated.fq.gz: truncated gzip data")
   endforeach()
 
   # k = 63 (the largest odd k of the 2-word k-mers), and the --ufx round trip: the solid k-mers written in reads mode

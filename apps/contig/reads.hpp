@@ -73,9 +73,12 @@ class byte_source {
   std::size_t read(char* out, std::size_t n) {
     if (!gzip_) return std::fread(out, 1, n, file_);
     const int got = gzread(gz_, out, static_cast<unsigned>(n));
-    if (got < 0) {
-      int code = 0;
-      throw reads_error(path_ + ": corrupt gzip data (" + gzerror(gz_, &code) + ")");
+    int code = Z_OK;
+    const char* why = gzerror(gz_, &code);
+    if (got < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+      // A stream cut short ends the data with Z_BUF_ERROR ("unexpected end of file"), not with an error return.
+      throw reads_error(path_ + (code == Z_BUF_ERROR ? ": truncated gzip data (" : ": corrupt gzip data (") + why +
+                        "); expected a complete gzip stream");
     }
     return static_cast<std::size_t>(got);
   }
