@@ -41,10 +41,12 @@ TEST(HashMap, InsertFindEveryRankEveryKey) {
   for (int r = 0; r < np(); ++r) {
     for (int i = 0; i < n; ++i) {
       const std::uint64_t k = static_cast<std::uint64_t>(r) * 1000000 + i;
+      m.prefetch(k);  // a hint only, for a key of any owner on any path
       EXPECT_EQ(m.find(k), k * 3);
       EXPECT_EQ(m.find(k, shoal::promise::find), k * 3);
     }
   }
+  m.prefetch(999999999);
   EXPECT_FALSE(m.find(999999999).has_value());
   EXPECT_FALSE(m.find(999999999, shoal::promise::find).has_value());
   EXPECT_EQ(m.size(), static_cast<std::size_t>(n * np()));

@@ -30,6 +30,10 @@ enum class first_phase { pushes_and_pops, pushes_only };
 int ops_per_round(first_phase phase) { return (phase == first_phase::pushes_only ? 16 : 60) / shoal::size(); }
 int rounds(first_phase phase) { return std::max(2, shoal::testing::scaled(2000) / ops_per_round(phase)); }
 
+// Search budget of the FIFO checks: on a loaded machine (oversubscribed ranks, fault delays) more pushes overlap and
+// the default 5M steps were seen to end `undecided` (never a violation); 4x that bounds time and the memo's memory.
+constexpr std::size_t fifo_search_steps = 20'000'000;
+
 // Runs the rounds: `push(v)` -> bool (a try_push), `pop()` -> std::optional<std::int64_t> (a try_pop).
 template <class Push, class Pop>
 void run_rounds(recorder& rec, first_phase phase, Push push, Pop pop) {
@@ -68,7 +72,8 @@ TEST(History, CircularQueueIsALinearizableFifo) {
   run_rounds(
       rec, first_phase::pushes_and_pops, [&](std::int64_t v) { return q.try_push(v); },
       [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
-  expect_history(rec, fifo_model{}, "circular_queue (promise::any), " + ranks());
+  expect_history(rec, fifo_model{}, "circular_queue (promise::any), " + ranks(), promise_kind::linearizable,
+                 fifo_search_steps);
   shoal::barrier();
 }
 
@@ -79,7 +84,8 @@ TEST(History, FastQueueIsALinearizableFifoUnderItsPhaseContract) {
   run_rounds(
       rec, first_phase::pushes_only, [&](std::int64_t v) { return q.try_push(v); },
       [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
-  expect_history(rec, fifo_model{}, "fast_queue (push phase, pop phase), " + ranks());
+  expect_history(rec, fifo_model{}, "fast_queue (push phase, pop phase), " + ranks(), promise_kind::linearizable,
+                 fifo_search_steps);
   shoal::barrier();
 }
 
@@ -91,7 +97,8 @@ TEST(History, StrictLinkedQueueIsALinearizableFifo) {
       rec, first_phase::pushes_and_pops,
       [&](std::int64_t v) { return q.try_push(v); },
       [&]() -> std::optional<std::int64_t> { return q.try_pop(); });
-  expect_history(rec, fifo_model{}, "linked_fifo_queue, " + ranks());
+  expect_history(rec, fifo_model{}, "linked_fifo_queue, " + ranks(), promise_kind::linearizable,
+                 fifo_search_steps);
   shoal::barrier();
 }
 

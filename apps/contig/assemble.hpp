@@ -1,14 +1,17 @@
 // apps/contig/assemble.hpp — distributed contig generation (BCL §8.2): the k-mer table is built through
-// hash_map_buffer (insert phase), then walked with the find-only promise (traversal phase). Collective.
+// hash_map_buffer (insert phase), then walked (walk.hpp) with the find-only promise, many walks in flight with their
+// next buckets prefetched (hash_map::prefetch: on shared memory) (traversal phase). Collective.
 #pragma once
 
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "kmer.hpp"
+#include "walk.hpp"
 #include "shoal/containers/hash_map_buffer.hpp"
 
 namespace contig {
@@ -25,29 +28,31 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Collective: assembles the k-mers every rank passes (each rank its share of the input).
-inline assembly assemble(const std::vector<ufx_record>& mine, shoal::hash_map_buffer_options buffer_opts = {}) {
+/// Collective: assembles the k-mers every rank passes (each rank its share of the input; k the same everywhere).
+/// `starting(phase)` is called as each phase ("k-mer table", "walk") starts.
+inline assembly assemble(std::size_t k, const std::vector<kmer_entry>& mine,
+                         shoal::hash_map_buffer_options buffer_opts = {},
+                         const std::function<void(const char*)>& starting = {}) {
   assembly out;
+  if (starting) starting("k-mer table");
   const auto all = shoal::allreduce(mine.size(), shoal::op::sum{});
-  shoal::hash_map<packed_kmer, extensions> table(2 * all + 64);
-  shoal::barrier();
+  shoal::hash_map<kmer_code, extensions> table(2 * all + 64);  // collective: every rank has it on return
   auto t0 = std::chrono::steady_clock::now();
   {
     shoal::hash_map_buffer buffer(table, buffer_opts);
-    for (const auto& r : mine) buffer.post_insert(pack(r.kmer), r.ext);
+    for (const auto& e : mine) buffer.post_insert(e.kmer, e.ext);
     out.total_kmers = buffer.flush();
   }
-  out.insert_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});
+  out.insert_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});  // flush() completed the table
 
-  shoal::barrier();
+  if (starting) starting("walk");
   t0 = std::chrono::steady_clock::now();
-  walker walk([&](const packed_kmer& p) { return table.find(p, shoal::promise::find); });
-  for (const auto& r : mine) {
-    for (auto& c : walk.contigs_from(r.kmer, r.ext)) out.contigs.push_back(std::move(c));
-  }
+  walker walk(
+      k, [&](const kmer_code& c) { return table.find(c, shoal::promise::find); },
+      [&](const kmer_code& c) { table.prefetch(c); });
+  out.contigs = walk.contigs_from(mine);
   out.lookups = walk.lookups();
-  out.traverse_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});
-  shoal::barrier();
+  out.traverse_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});  // every walk is done
   return out;
 }
 

@@ -75,26 +75,24 @@ result run_reads(const options& opt) {
   }
   const auto occurrences = shoal::allreduce(contig::kmer_occurrences(fragments, opt.k), shoal::op::sum{});
 
-  std::vector<contig::ufx_record> solid;
+  std::vector<contig::kmer_entry> solid;
   std::vector<std::string> ufx_lines;
-  std::uint64_t first_sightings = 0, table_entries = 0, bloom_bytes = 0, table_bytes = 0;
+  std::uint64_t first_sightings = 0, table_entries = 0, bloom_bytes = 0, table_bytes = 0, exchange_bytes = 0;
   {
     contig::kmer_counter counter(opt.k, occurrences, opt.counter);
     clock.run("count pass 1 (Bloom filter)", [&] { counter.sight(fragments); });
     clock.run("count pass 2 (tallies)", [&] { counter.tally(fragments); });
     clock.run("extensions", [&] {
-      for (auto& c : counter.solid(opt.min_count)) {
-        if (!opt.ufx_output.empty()) {
-          ufx_lines.push_back(c.record.kmer + '\t' + c.record.ext.left + c.record.ext.right + '\t' +
-                              std::to_string(c.count));
-        }
-        solid.push_back(std::move(c.record));
+      for (const auto& c : counter.solid(opt.min_count)) {
+        if (!opt.ufx_output.empty()) ufx_lines.push_back(c.ufx_line(opt.k));
+        solid.push_back(c.entry);
       }
     });
     first_sightings = counter.first_sightings();
     table_entries = counter.table_size();
     bloom_bytes = counter.bloom_bytes();
     table_bytes = counter.table_bytes();
+    exchange_bytes = counter.exchange_bytes();
   }
   if (!opt.ufx_output.empty()) {
     auto lines = contig::gather_strings(ufx_lines);
@@ -108,7 +106,8 @@ result run_reads(const options& opt) {
 
   shoal::hash_map_buffer_options buffer_opts;
   buffer_opts.message_bytes = opt.message_bytes;
-  const auto assembled = contig::assemble(solid, buffer_opts);
+  const auto assembled =
+      contig::assemble(opt.k, solid, buffer_opts, [&](const char* phase) { clock.announce(phase); });
   clock.add("k-mer table", assembled.insert_seconds);
   clock.add("walk", assembled.traverse_seconds);
   std::size_t duplicates = 0;
@@ -123,6 +122,8 @@ result run_reads(const options& opt) {
   const auto rss_max = shoal::allreduce(contig::peak_rss_bytes(), shoal::op::max{});
   const auto reads_max = shoal::allreduce(static_cast<std::uint64_t>(fragments.bytes()), shoal::op::max{});
   const auto table_max = shoal::allreduce(table_bytes, shoal::op::max{});
+  const auto exchange_max = shoal::allreduce(exchange_bytes, shoal::op::max{});
+  const auto cpu_max = shoal::allreduce(clock.cpu_seconds(), shoal::op::max{});
   if (shoal::rank() == 0) {
     const auto s = contig::stats_of(out.contigs);
     std::printf("%s: %s, k = %zu, min count %u, %s\n", program, contig::count_of(shoal::size(), "rank").c_str(),
@@ -137,25 +138,35 @@ result run_reads(const options& opt) {
     std::printf("%s: contigs: %s, total length %zu, N50 %zu, longest %zu\n", program,
                 contig::count_of(s.contigs, "contig").c_str(), s.bases,
                 s.n50, s.longest);
-    std::printf("%s: time: %s\n", program, clock.line().c_str());
+    std::printf("%s: time: %s; CPU %.3f s (busiest rank)\n", program, clock.line().c_str(), cpu_max);
     std::printf("%s: memory per rank (largest): peak RSS %.1f MiB; reads %.1f MiB, Bloom filter %.1f MiB, count "
-                "table %.1f MiB\n",
+                "table %.1f MiB, k-mer exchange %.1f MiB\n",
                 program, contig::mib(rss_max), contig::mib(reads_max), contig::mib(bloom_bytes),
-                contig::mib(table_max));
+                contig::mib(table_max), contig::mib(exchange_max));
   }
   return out;
 }
 
 // UFX mode: a k-mer file with extensions -> contigs.
 result run_ufx(const options& opt) {
-  const auto mine = contig::read_ufx_share(opt.ufx_input, shoal::rank(), shoal::size());
+  const auto records = contig::read_ufx_share(opt.ufx_input, shoal::rank(), shoal::size());
+  const std::size_t k_mine = records.empty() ? 0 : records.front().kmer.size();
+  const std::size_t k = shoal::allreduce(k_mine, shoal::op::max{});
+  if (shoal::allreduce(k_mine != 0 && k_mine != k ? 1 : 0, shoal::op::max{}) != 0) {
+    if (k_mine != 0 && k_mine != k) {
+      std::fprintf(stderr, "%s: %s: k-mers of different lengths (%zu and %zu)\n", program, opt.ufx_input.c_str(),
+                   k_mine, k);
+    }
+    throw contig::reads_error("");  // every rank stops; the ranks with the shorter k-mers said why
+  }
+  std::vector<contig::kmer_entry> mine;
+  mine.reserve(records.size());
+  for (const auto& r : records) mine.push_back(contig::entry_of(r));
   shoal::hash_map_buffer_options buffer_opts;
   buffer_opts.message_bytes = opt.message_bytes;
-  const auto assembled = contig::assemble(mine, buffer_opts);
+  const auto assembled = contig::assemble(k, mine, buffer_opts);
   std::size_t duplicates = 0;
-  const std::size_t k_mine = mine.empty() ? 0 : mine.front().kmer.size();
-  result out{sorted_distinct(contig::gather_strings(assembled.contigs), duplicates),
-             shoal::allreduce(k_mine, shoal::op::max{})};
+  result out{sorted_distinct(contig::gather_strings(assembled.contigs), duplicates), k};
   const auto lookups = shoal::allreduce(assembled.lookups, shoal::op::sum{});
   if (shoal::rank() == 0) {
     const auto s = contig::stats_of(out.contigs);
@@ -246,6 +257,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--bloom-hashes", opt.counter.bloom_hashes, "reads mode: Bloom filter bits set per k-mer")
       ->check(CLI::Range(1u, 64u));
+  app.add_option("--queue-kmers", opt.counter.queue_kmers,
+                 "reads mode: k-mer occurrences each rank's exchange queue holds (16 or 24 bytes each, symmetric heap; "
+                 "a sender waits when its owner's queue is full)")
+      ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
     if (opt.reads.empty() == opt.ufx_input.empty()) {

@@ -1,15 +1,14 @@
-// apps/contig/count.hpp — distributed k-mer counting with a Bloom filter (HipMer's scheme) on shoal's active
-// messages, and the extensions of the solid k-mers.
+// apps/contig/count.hpp — distributed k-mer counting with a Bloom filter (HipMer's scheme) on shoal, and the
+// extensions of the solid k-mers.
 //
 // Every canonical k-mer has one owner: the rank that holds its block of the shoal::bloom_filter
-// (bloom_filter::owner). Ranks send the k-mer occurrences of their reads to their owners with shoal::post, in
-// batches of up to `batch_size` per owner (one message each; the AM layer packs the messages to one destination
-// into one MPI send); the owner applies a batch to its own Bloom blocks (bloom_filter::local_insert: a load and a
-// store, no remote atomic and no MPI call on either RMA path) and its local count table (shoal::local::flat_table),
-// one k-mer at a time in arrival order, prefetching the Bloom block and table slot of the k-mer `prefetch_ahead`
-// places further on (the work is cache misses, and one message per k-mer could not look ahead). Two passes over the reads (held in memory):
-//   1. sighting:  the owner inserts the k-mer into the Bloom filter; if it was (probably) there already, the k-mer
-//                 enters the count table (count 0). Singletons, most of them sequencing errors, stay out.
+// (bloom_filter::owner). Ranks stream the k-mer occurrences of their reads to their owners through one-sided queues
+// (owner_exchange.hpp: a shoal::circular_queue hosted by every rank); the owner applies them to its own Bloom blocks
+// (bloom_filter::local_insert: a load and a store, no remote atomic and no MPI call on either RMA path) and its local
+// count table (shoal::local::flat_table), one k-mer at a time, prefetching the table slot of the k-mer
+// `prefetch_ahead` places further on (the work is cache misses). Two passes over the reads (held in memory):
+//   1. sighting:  a k-mer not yet in the count table goes into the Bloom filter; if it was (probably) there already,
+//                 it enters the count table (count 0). Singletons, most of them sequencing errors, stay out.
 //   2. tallying:  the owner counts every occurrence of a k-mer that is in the table, with the base on each side in
 //                 the canonical orientation (left and right tallies of A, C, G, T).
 // Exactness: every k-mer occurring at least twice is in the table (its second sighting finds its bits set, whatever
@@ -19,36 +18,21 @@
 // set) is the distinct k-mer count less the false positives — reported as an estimate.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <span>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "kmer.hpp"
 #include "fragments.hpp"
-#include "shoal/am.hpp"
+#include "kmer.hpp"
+#include "owner_exchange.hpp"
 #include "shoal/containers/bloom_filter.hpp"
 #include "shoal/local/flat_table.hpp"
 
 namespace contig {
-
-/// A k-mer packed 2 bits per base, first base most significant, so that numeric order is lexicographic order
-/// (the canonical form is the smaller of a k-mer and its reverse complement, as strings). k <= 64.
-struct kmer_code {
-  std::uint64_t hi = 0, lo = 0;
-  friend bool operator==(const kmer_code&, const kmer_code&) = default;
-  template <class H>
-  friend H AbslHashValue(H h, const kmer_code& c) {
-    return H::combine(std::move(h), c.hi, c.lo);
-  }
-  std::string to_string(std::size_t k) const {
-    const unsigned __int128 v = (static_cast<unsigned __int128>(hi) << 64) | lo;
-    std::string s(k, 'A');
-    for (std::size_t i = 0; i < k; ++i) s[i] = "ACGT"[static_cast<unsigned>(v >> (2 * (k - 1 - i))) & 3];
-    return s;
-  }
-};
 
 /// One occurrence of a canonical k-mer with its neighbouring bases in the canonical orientation (0-3 = ACGT,
 /// 4 = none: the fragment ends there).
@@ -61,11 +45,15 @@ struct kmer_sighting {
 template <class Visit>
 void for_each_kmer(std::string_view fragment, std::size_t k, Visit&& visit) {
   if (fragment.size() < k) return;
-  using u128 = unsigned __int128;
-  const u128 mask = k == 64 ? ~u128{0} : (u128{1} << (2 * k)) - 1;
+  const u128 mask = kmer_mask(k);
   const unsigned top = static_cast<unsigned>(2 * (k - 1));
   u128 fwd = 0, rev = 0;
-  auto code = [](char b) -> std::uint8_t { return b == 'A' ? 0 : b == 'C' ? 1 : b == 'G' ? 2 : 3; };
+  // A C G T -> 0 1 2 3 without branches (bits 1-2 of the letter are 0 1 3 2; x ^ (x >> 1) swaps the last two):
+  // the bases are random, so a compare chain would mispredict on most of them.
+  auto code = [](char b) -> std::uint8_t {
+    const unsigned x = (static_cast<unsigned char>(b) >> 1) & 3;
+    return static_cast<std::uint8_t>(x ^ (x >> 1));
+  };
   for (std::size_t i = 0; i < fragment.size(); ++i) {
     const std::uint8_t c = code(fragment[i]);
     fwd = ((fwd << 2) | c) & mask;
@@ -74,14 +62,13 @@ void for_each_kmer(std::string_view fragment, std::size_t k, Visit&& visit) {
     const std::size_t start = i + 1 - k;
     const std::uint8_t before = start > 0 ? code(fragment[start - 1]) : 4;
     const std::uint8_t after = i + 1 < fragment.size() ? code(fragment[i + 1]) : 4;
-    kmer_sighting s;
-    if (fwd < rev) {
-      s = {{static_cast<std::uint64_t>(fwd >> 64), static_cast<std::uint64_t>(fwd)}, before, after};
-    } else {  // reverse complement: sides swap, bases complement (3 - c)
-      s = {{static_cast<std::uint64_t>(rev >> 64), static_cast<std::uint64_t>(rev)},
-           static_cast<std::uint8_t>(after == 4 ? 4 : 3 - after), static_cast<std::uint8_t>(before == 4 ? 4 : 3 - before)};
-    }
-    visit(s);
+    // The canonical orientation, chosen with masks (which strand is smaller is a coin toss per k-mer); on the
+    // reverse strand the sides swap and the bases complement (3 - c; 4, no base, stays 4).
+    const bool forward = fwd < rev;
+    const u128 pick = -static_cast<u128>(forward);
+    const auto complement_side = [](std::uint8_t b) { return static_cast<std::uint8_t>(b == 4 ? 4 : 3 - b); };
+    visit(kmer_sighting{code_of((fwd & pick) | (rev & ~pick)), forward ? before : complement_side(after),
+                        forward ? after : complement_side(before)});
   }
 }
 
@@ -108,45 +95,47 @@ inline char extension_of(const std::array<std::uint16_t, 4>& seen, std::uint32_t
 
 /// A solid k-mer: canonical, its extensions and its count.
 struct counted_kmer {
-  ufx_record record;
+  kmer_entry entry;
   std::uint32_t count = 0;
+  /// `KMER<TAB>LR<TAB>count`, the UFX line.
+  std::string ufx_line(std::size_t k) const {
+    return entry.kmer.to_string(k) + '\t' + entry.ext.left + entry.ext.right + '\t' + std::to_string(count);
+  }
 };
 
 struct kmer_counter_options {
-  double bloom_bits_per_kmer = 4;  // Bloom filter bits per k-mer occurrence in the input (all ranks)
-  unsigned bloom_hashes = 5;       // bits each k-mer sets in its 64-bit block
+  double bloom_bits_per_kmer = 4;          // Bloom filter bits per k-mer occurrence in the input (all ranks)
+  unsigned bloom_hashes = 5;               // bits each k-mer sets in its 64-bit block
+  std::size_t queue_kmers = std::size_t{1} << 17;  // capacity of each rank's exchange queue (k-mer occurrences)
 };
 
-/// Collective construction and passes; one counter may exist at a time (its handlers find it through `active_`).
+/// k-mer occurrences in a rank's fragments.
+inline std::uint64_t kmer_occurrences(const read_fragments& reads, std::size_t k) {
+  std::uint64_t n = 0;
+  for (std::size_t f = 0; f < reads.size(); ++f) n += reads[f].size() - k + 1;
+  return n;
+}
+
+/// Collective construction and passes.
 class kmer_counter {
  public:
-  /// Collective. `occurrences` is the number of k-mer occurrences of all ranks' reads (sizes the Bloom filter).
+  /// Collective. `occurrences` is the number of k-mer occurrences of all ranks' reads (sizes the Bloom filter and,
+  /// for small inputs, the exchange queues).
   kmer_counter(std::size_t k, std::uint64_t occurrences, kmer_counter_options opts = {})
-      : k_(k), bloom_(bloom_bits(occurrences, opts), opts.bloom_hashes) {
-    if (active_) throw std::logic_error("contig::kmer_counter: only one counter may exist at a time");
-    active_ = this;
-    shoal::barrier();  // every rank has its counter before anyone sends to it
-  }
-  ~kmer_counter() { active_ = nullptr; }
-  kmer_counter(const kmer_counter&) = delete;
-  kmer_counter& operator=(const kmer_counter&) = delete;
+      : k_(k),
+        bloom_(bloom_bits(occurrences, opts), opts.bloom_hashes),
+        exchange_(chunk_kmers,
+                  static_cast<std::size_t>(std::clamp<std::uint64_t>(occurrences, 1, opts.queue_kmers))) {}
 
-  /// Collective, pass 1: every k-mer occurrence to its owner's Bloom filter; seen twice -> into the table.
-  void sight(const read_fragments& reads) {
-    send_all<kmer_code>(
-        reads, [](const kmer_sighting& s) { return s.kmer; },
-        [](int owner, const std::vector<kmer_code>& batch) {
-          shoal::post(owner, [](std::vector<kmer_code> b) { active_->apply(b, &kmer_counter::on_sighting); }, batch);
-        });
-  }
+  /// Collective, pass 1: every k-mer occurrence to its owner's Bloom filter; seen twice -> into the table. (The
+  /// occurrences travel with their sides, unused here: both passes share one exchange, whose construction and
+  /// destruction are collective.)
+  void sight(const read_fragments& reads) { pass(reads, &kmer_counter::on_sighting, owners::record); }
 
   /// Collective, pass 2: every occurrence of a k-mer in the table counted with its neighbouring bases.
   void tally(const read_fragments& reads) {
-    send_all<kmer_sighting>(
-        reads, [](const kmer_sighting& s) { return s; },
-        [](int owner, const std::vector<kmer_sighting>& batch) {
-          shoal::post(owner, [](std::vector<kmer_sighting> b) { active_->apply(b, &kmer_counter::on_tally); }, batch);
-        });
+    pass(reads, &kmer_counter::on_tally, owners::replay);
+    owners_ = {};
   }
 
   /// This rank's k-mers counted at least min_count times, with their extensions.
@@ -154,8 +143,7 @@ class kmer_counter {
     std::vector<counted_kmer> out;
     table_.for_each([&](const kmer_code& c, const kmer_tally& t) {
       if (t.count < min_count) return;
-      out.push_back({ufx_record{c.to_string(k_), extensions{extension_of(t.left, min_count),
-                                                            extension_of(t.right, min_count)}},
+      out.push_back({kmer_entry{c, extensions{extension_of(t.left, min_count), extension_of(t.right, min_count)}},
                      t.count});
     });
     return out;
@@ -177,78 +165,78 @@ class kmer_counter {
     while (slots * 7 / 8 < table_.size()) slots *= 2;
     return slots * (sizeof(std::pair<kmer_code, kmer_tally>) + 1);
   }
+  /// The most bytes the exchange held at once on this rank (batches, hosted queue, received items, the owner of
+  /// every occurrence between the passes).
+  std::size_t exchange_bytes() const { return exchange_bytes_; }
 
  private:
-  static constexpr std::size_t batch_size = 256;
   static constexpr std::size_t prefetch_ahead = 8;
 
-  // Sends every k-mer occurrence of the reads (as `pick` makes it) to its owner in batches (`ship(owner, batch)`),
-  // serving arrived messages every `progress_every` occurrences (so that queues, messages to this rank included,
-  // stay small and warm in cache), then waits for quiescence.
-  template <class Item, class Pick, class Ship>
-  void send_all(const read_fragments& reads, Pick pick, Ship ship) {
-    constexpr std::size_t progress_every = 1 << 12;
-    std::vector<std::vector<Item>> batches(static_cast<std::size_t>(shoal::size()));
-    for (auto& b : batches) b.reserve(batch_size);
-    std::size_t sent = 0;
-    for (std::size_t f = 0; f < reads.size(); ++f) {
-      for_each_kmer(reads[f], k_, [&](const kmer_sighting& s) {
-        const int owner = bloom_.owner(s.kmer);
-        auto& batch = batches[static_cast<std::size_t>(owner)];
-        batch.push_back(pick(s));
-        if (batch.size() == batch_size) {
-          ship(owner, batch);
-          batch.clear();
-        }
-        if (++sent % progress_every == 0) shoal::progress();
-      });
-    }
-    for (std::size_t r = 0; r < batches.size(); ++r) {
-      if (!batches[r].empty()) ship(static_cast<int>(r), batches[r]);
-    }
-    shoal::am::barrier();
+  static constexpr std::size_t chunk_kmers = std::size_t{1} << 15;  // occurrences taken from the reads per turn
+
+  // Owners of the occurrences: pass 1 computes them (a hash each) and, with at most 256 ranks, records them in
+  // order (a byte each); pass 2 replays the record instead of hashing again.
+  enum class owners { record, replay };
+
+  // Collective: one pass. The k-mer occurrences of the reads, fragment by fragment, stream to their owners
+  // (owner_exchange), where `on` applies them.
+  void pass(const read_fragments& reads, void (kmer_counter::*on)(const kmer_sighting&), owners mode) {
+    const auto mine = kmer_occurrences(reads, k_);
+    const bool recording = mode == owners::record && shoal::size() <= 256;
+    const bool replaying = mode == owners::replay && owners_.size() == mine;
+    if (recording) owners_.reserve(mine);
+    std::size_t next = 0;      // the first fragment not yet sent
+    std::size_t sighting = 0;  // occurrences sent so far
+    exchange_.run(
+        [&](std::vector<std::vector<kmer_sighting>>& batches, std::size_t budget) {
+          std::size_t added = 0;
+          for (; next < reads.size() && added < budget; ++next) {
+            for_each_kmer(reads[next], k_, [&](const kmer_sighting& s) {
+              const auto owner = replaying ? owners_[sighting] : static_cast<std::size_t>(bloom_.owner(s.kmer));
+              if (recording) owners_.push_back(static_cast<std::uint8_t>(owner));
+              batches[owner].push_back(s);
+              ++sighting;
+              ++added;
+            });
+          }
+          return next < reads.size();
+        },
+        [&](std::span<const kmer_sighting> items) { apply(items, on); });
+    exchange_bytes_ = std::max(exchange_bytes_, exchange_.bytes() + owners_.capacity());
   }
 
-  // The owner's side of a batch: `on` for each item, the Bloom block and table slot of a later one prefetched.
-  template <class Item>
-  void apply(const std::vector<Item>& batch, void (kmer_counter::*on)(const Item&)) {
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (i + prefetch_ahead < batch.size()) {
-        const kmer_code& later = code_of(batch[i + prefetch_ahead]);
-        if constexpr (std::is_same_v<Item, kmer_code>) bloom_.local_prefetch(later);  // pass 1 only
-        table_.prefetch(later);
-      }
-      (this->*on)(batch[i]);
+  // The owner's side: `on` for each item, with the table slot of the item `prefetch_ahead` places on prefetched.
+  void apply(std::span<const kmer_sighting> items, void (kmer_counter::*on)(const kmer_sighting&)) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i + prefetch_ahead < items.size()) table_.prefetch(items[i + prefetch_ahead].kmer);
+      (this->*on)(items[i]);
     }
   }
-  static const kmer_code& code_of(const kmer_code& c) { return c; }
-  static const kmer_code& code_of(const kmer_sighting& s) { return s.kmer; }
 
   static std::size_t bloom_bits(std::uint64_t occurrences, const kmer_counter_options& opts) {
     return std::max<std::size_t>(1024, static_cast<std::size_t>(static_cast<double>(occurrences) *
                                                                   opts.bloom_bits_per_kmer));
   }
 
-  void on_sighting(const kmer_code& c) {
-    if (bloom_.local_insert(c)) table_.try_emplace(c);
+  // A k-mer already in the table has all its Bloom bits set (it entered the table because they were), so the
+  // filter is consulted only for k-mers not in the table: the same outcome, and most occurrences (a k-mer's third
+  // and later) cost one table lookup instead of the filter's hashes and block as well.
+  void on_sighting(const kmer_sighting& s) {
+    if (table_.find(s.kmer)) return;
+    if (bloom_.local_insert(s.kmer)) table_.try_emplace(s.kmer);
     else ++first_sightings_;
   }
   void on_tally(const kmer_sighting& s) {
     if (kmer_tally* t = table_.find(s.kmer)) t->add(s);
   }
 
-  static inline kmer_counter* active_ = nullptr;
   std::size_t k_;
   shoal::bloom_filter<kmer_code> bloom_;
+  owner_exchange<kmer_sighting> exchange_;
   shoal::local::flat_table<kmer_code, kmer_tally> table_;
   std::uint64_t first_sightings_ = 0;
+  std::size_t exchange_bytes_ = 0;
+  std::vector<std::uint8_t> owners_;  // the owner of every occurrence, in order (pass 1 to pass 2)
 };
-
-/// k-mer occurrences in a rank's fragments.
-inline std::uint64_t kmer_occurrences(const read_fragments& reads, std::size_t k) {
-  std::uint64_t n = 0;
-  for (std::size_t f = 0; f < reads.size(); ++f) n += reads[f].size() - k + 1;
-  return n;
-}
 
 }  // namespace contig

@@ -29,6 +29,7 @@
 
 #include "fasta.hpp"
 #include "kmer.hpp"
+#include "walk.hpp"
 
 namespace {
 
@@ -147,25 +148,27 @@ int main(int argc, char** argv) {
 
   const auto records = contig::genome_kmers(genome, k);
   std::ofstream ufx(out + ".ufx");
-  std::unordered_map<contig::packed_kmer, contig::extensions> table;
+  std::unordered_map<std::string, contig::extensions> table;
   for (const auto& r : records) {
     ufx << r.kmer << '\t' << r.ext.left << r.ext.right << '\n';
-    table.emplace(contig::pack(r.kmer), r.ext);
+    table.emplace(r.kmer, r.ext);
   }
   if (!ufx) {
     std::cerr << "shoal-contig-gen: cannot write " << out << ".ufx\n";
     return 1;
   }
 
-  contig::walker walk([&](const contig::packed_kmer& p) -> std::optional<contig::extensions> {
-    auto it = table.find(p);
-    if (it == table.end()) return std::nullopt;
-    return it->second;
-  });
-  std::vector<std::string> unitigs;
-  for (const auto& r : records) {
-    for (auto& u : walk.contigs_from(r.kmer, r.ext)) unitigs.push_back(std::move(u));
-  }
+  contig::walker walk(
+      k,
+      [&](const contig::kmer_code& c) -> std::optional<contig::extensions> {
+        auto it = table.find(c.to_string(k));
+        if (it == table.end()) return std::nullopt;
+        return it->second;
+      },
+      [](const contig::kmer_code&) {});
+  std::vector<contig::kmer_entry> entries;
+  for (const auto& r : records) entries.push_back(contig::entry_of(r));
+  std::vector<std::string> unitigs = walk.contigs_from(entries);
   std::sort(unitigs.begin(), unitigs.end());
   if (shape == "hairpin") unitigs = {contig::canonical(genome.substr(0, length + (k - 1) / 2))};
   contig::write_fasta(out + ".expected.fa", unitigs, "unitig");

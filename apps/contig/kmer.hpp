@@ -1,4 +1,4 @@
-// apps/contig/kmer.hpp — k-mers, the UFX-like input format and the Meraculous walk, shared by the distributed
+// apps/contig/kmer.hpp — k-mers (strings and 2-bit codes) and the UFX-like input format, shared by the distributed
 // assembler (contig.cpp), its generator (generate.cpp) and shoal-bench's contig workload.
 //
 // Format (docs/apps/contig.md): one k-mer per line, `KMER<TAB>LR[<TAB>anything]`. KMER is k bases of ACGT (k <= 64,
@@ -7,11 +7,7 @@
 // canonical form (the smaller of the k-mer and its reverse complement), as Meraculous' UFX files store it; a
 // non-canonical k-mer is canonicalised on reading (its extensions swapped and complemented).
 //
-// A contig is a maximal path of k-mers whose extensions are unique and agree in both directions (the UU graph of
-// Meraculous). Walks start at a k-mer whose left neighbour does not exist or does not point back; each contig is
-// found from both of its ends and emitted once, in the orientation that is lexicographically smaller. A contig
-// never holds the same canonical k-mer twice: a walk that would fold back onto its own reverse complement (a
-// hairpin) ends at the last k-mer before the repeat (walker::walk). Cycles without an end are not emitted.
+// The walk over these k-mers is in walk.hpp.
 #pragma once
 
 #include <algorithm>
@@ -22,29 +18,37 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 namespace contig {
 
 inline constexpr std::size_t max_k = 64;
 
-/// A k-mer packed 2 bits per base (k <= 64), the hash map key: 16 bytes, trivially copyable.
-struct packed_kmer {
-  std::array<std::uint64_t, 2> words{};
-  friend bool operator==(const packed_kmer&, const packed_kmer&) = default;
-};
-
-}  // namespace contig
-
-template <>
-struct std::hash<contig::packed_kmer> {
-  std::size_t operator()(const contig::packed_kmer& k) const noexcept {
-    return std::hash<std::uint64_t>{}(k.words[0] * 0x9e3779b97f4a7c15ull ^ k.words[1]);
+/// A k-mer packed 2 bits per base (A 0, C 1, G 2, T 3), first base most significant, so that numeric order is
+/// lexicographic order and the canonical form (the smaller of a k-mer and its reverse complement, as strings) is one
+/// compare. k <= 64; the hash map key (16 bytes, trivially copyable, no padding).
+struct kmer_code {
+  std::uint64_t hi = 0, lo = 0;
+  friend bool operator==(const kmer_code&, const kmer_code&) = default;
+  template <class H>
+  friend H AbslHashValue(H h, const kmer_code& c) {
+    return H::combine(std::move(h), c.hi, c.lo);
   }
+  std::string to_string(std::size_t k) const;
 };
 
-namespace contig {
+using u128 = unsigned __int128;
+inline u128 value_of(kmer_code c) { return (static_cast<u128>(c.hi) << 64) | c.lo; }
+inline kmer_code code_of(u128 v) { return {static_cast<std::uint64_t>(v >> 64), static_cast<std::uint64_t>(v)}; }
+/// The low 2k bits.
+inline u128 kmer_mask(std::size_t k) { return k >= 64 ? ~u128{0} : (u128{1} << (2 * k)) - 1; }
+
+inline std::string kmer_code::to_string(std::size_t k) const {
+  const u128 v = value_of(*this);
+  std::string s(k, 'A');
+  for (std::size_t i = 0; i < k; ++i) s[i] = "ACGT"[static_cast<unsigned>(v >> (2 * (k - 1 - i))) & 3];
+  return s;
+}
 
 /// The extensions of a canonical k-mer.
 struct extensions {
@@ -86,12 +90,11 @@ inline std::string canonical(std::string_view s) {
   return rc < s ? rc : std::string(s);
 }
 
-inline packed_kmer pack(std::string_view s) {
-  packed_kmer p;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    p.words[i / 32] |= static_cast<std::uint64_t>(base_code(s[i])) << (2 * (i % 32));
-  }
-  return p;
+/// The code of a k-mer of ACGT bases (k <= 64).
+inline kmer_code encode(std::string_view s) {
+  u128 v = 0;
+  for (char b : s) v = (v << 2) | static_cast<u128>(base_code(b));
+  return code_of(v);
 }
 
 /// One parsed line: a canonical k-mer and its extensions in that orientation.
@@ -145,81 +148,18 @@ inline std::vector<ufx_record> genome_kmers(const std::string& genome, std::size
   return out;
 }
 
-/// The Meraculous walk over any k-mer table: `lookup(packed canonical k-mer) -> std::optional<extensions>`.
-template <class Lookup>
-class walker {
- public:
-  explicit walker(Lookup lookup) : lookup_(std::move(lookup)) {}
-
-  /// The contigs that start at the canonical k-mer `kmer` (0, 1 or 2), each in its smaller orientation.
-  ///
-  /// A contig found from both of its ends is emitted by the walk that yields its smaller orientation. A walk that
-  /// stops at the hairpin rule (see walk) is the only walk of its contig, so it is emitted, in its smaller
-  /// orientation: a path that meets its own reverse complement runs s1 .. s(j-1), rc(si), rc(s(i-1)), .. rc(s1) and
-  /// ends where it began, reversed, so its one end is s1, and rc(s1) is no left end (rc(s2) points to it).
-  std::vector<std::string> contigs_from(const std::string& kmer, extensions ext) {
-    std::vector<std::string> out;
-    const std::string rc = reverse_complement(kmer);
-    const extensions rc_ext{complement(ext.right), complement(ext.left)};
-    for (const auto& [s, e] : {std::pair{kmer, ext}, std::pair{rc, rc_ext}}) {
-      if (!is_left_end(s, e)) continue;
-      auto [seq, folded] = walk(s, e);
-      auto seq_rc = reverse_complement(seq);
-      if (folded) out.push_back(std::min(seq, seq_rc));
-      else if (seq <= seq_rc) out.push_back(std::move(seq));
-    }
-    return out;
-  }
-
-  std::uint64_t lookups() const { return lookups_; }
-
- private:
-  std::optional<extensions> oriented(const std::string& s) {
-    ++lookups_;
-    const std::string c = canonical(s);
-    const auto v = lookup_(pack(c));
-    if (!v) return std::nullopt;
-    if (c == s) return v;
-    return extensions{complement(v->right), complement(v->left)};
-  }
-
-  bool is_left_end(const std::string& s, const extensions& e) {
-    if (!is_base(e.left)) return true;
-    const std::string prev = e.left + s.substr(0, s.size() - 1);
-    const auto pe = oriented(prev);
-    return !pe || pe->right != s.back() || prev == s;
-  }
-
-  struct walked {
-    std::string seq;
-    bool folded = false;  // stopped by the hairpin rule
-  };
-
-  /// Walks right from s while the extensions are unique and agree both ways. The hairpin rule: a contig never holds
-  /// the same canonical k-mer twice, so the walk ends at the last k-mer before one whose canonical form is already
-  /// in the contig (a path folding back onto its own reverse complement, or a cycle).
-  walked walk(std::string s, extensions e) {
-    walked out{s, false};
-    seen_.clear();
-    seen_.insert(pack(canonical(s)));
-    while (is_base(e.right)) {
-      std::string next = s.substr(1) + e.right;
-      const auto ne = oriented(next);
-      if (!ne || ne->left != s.front()) break;
-      if (!seen_.insert(pack(canonical(next))).second) {
-        out.folded = true;
-        break;
-      }
-      out.seq.push_back(e.right);
-      s = std::move(next);
-      e = *ne;
-    }
-    return out;
-  }
-
-  std::unordered_set<packed_kmer> seen_;
-  Lookup lookup_;
-  std::uint64_t lookups_ = 0;
+/// A canonical k-mer and its extensions in that orientation: what the walk's table holds.
+struct kmer_entry {
+  kmer_code kmer;
+  extensions ext;
 };
+inline kmer_entry entry_of(const ufx_record& r) { return {encode(r.kmer), r.ext}; }
+
+/// The reverse complement of a k-mer's code.
+inline u128 reverse_complement_code(u128 v, std::size_t k) {
+  u128 r = 0;
+  for (std::size_t i = 0; i < k; ++i, v >>= 2) r = (r << 2) | (3 - (v & 3));
+  return r;
+}
 
 }  // namespace contig

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -97,13 +98,17 @@ inline double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (10
 /// terminal, prints a progress line as each starts.
 class phase_clock {
  public:
-  explicit phase_clock(const char* program) : program_(program) {
+  explicit phase_clock(const char* program) : program_(program), cpu_start_(process_cpu_seconds()) {
     progress_ = shoal::rank() == 0 && isatty(fileno(stderr));
   }
 
+  /// CPU seconds this process used since the clock was made (all threads; on a shared machine far less than the
+  /// phases' wall time when the rank waits or is descheduled).
+  double cpu_seconds() const { return process_cpu_seconds() - cpu_start_; }
+
   template <class F>
   void run(const std::string& name, F&& body) {
-    if (progress_) std::fprintf(stderr, "%s: %s ...\n", program_, name.c_str());
+    announce(name);
     shoal::barrier();
     const auto t0 = std::chrono::steady_clock::now();
     body();
@@ -111,7 +116,10 @@ class phase_clock {
     phases_.emplace_back(name, shoal::allreduce(mine, shoal::op::max{}));
   }
 
-  /// A phase timed elsewhere (already the slowest rank's time).
+  /// A phase timed elsewhere (already the slowest rank's time): announce() as it starts, add() when it is done.
+  void announce(const std::string& name) const {
+    if (progress_) std::fprintf(stderr, "%s: %s ...\n", program_, name.c_str());
+  }
   void add(const std::string& name, double seconds) { phases_.emplace_back(name, seconds); }
 
   double seconds(const std::string& name) const {
@@ -135,7 +143,14 @@ class phase_clock {
   }
 
  private:
+  static double process_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  }
+
   const char* program_;
+  double cpu_start_;
   bool progress_ = false;
   std::vector<std::pair<std::string, double>> phases_;
 };

@@ -2,10 +2,11 @@
 // the hairpin rule (no canonical k-mer twice in all contigs), a FASTA of expected contigs, a reference genome.
 #pragma once
 
+#include <absl/container/flat_hash_set.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "kmer.hpp"
@@ -14,11 +15,11 @@ namespace contig {
 
 /// The first canonical k-mer found twice in the contigs (within one contig or across two), if any.
 inline std::optional<std::string> repeated_kmer(const std::vector<std::string>& contigs, std::size_t k) {
-  std::unordered_set<packed_kmer> seen;
+  absl::flat_hash_set<kmer_code> seen;
   for (const auto& c : contigs) {
     for (std::size_t i = 0; i + k <= c.size(); ++i) {
       const auto kmer = canonical(std::string_view(c).substr(i, k));
-      if (!seen.insert(pack(kmer)).second) return kmer;
+      if (!seen.insert(encode(kmer)).second) return kmer;
     }
   }
   return std::nullopt;

@@ -34,6 +34,8 @@
 //   find(k)                               any rank    CAS reader in, get entry, CAS reader out         2A + R
 //                                                     (a free or erased bucket: A)
 //   find(k, promise::find)                any rank    one get of the whole bucket                      R
+//   prefetch(k)                           any rank    a hint before find: loads k's home bucket into the cache
+//                                                     where it is mapped here (own part, same-host shm)  local
 //   erase(k)                              any rank    load, get key, CAS ready->reserved, get value, CAS ->erased
 //                                                     3A + 2R
 //   owner(k), capacity(), probe_count()   any rank    arithmetic / this rank's counter                 -
@@ -148,6 +150,14 @@ class hash_map {
   void local_prefetch(const key_type& key) const {
     const auto where = placement(hash_value(key, seed_));
     if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(parts_[me()].local() + where.home, 1);
+  }
+
+  /// A hint before find(key): where key's home bucket is in memory mapped here (this rank's part, or another rank's
+  /// of this host on the shared-memory path), starts loading it into the cache; elsewhere does nothing. Lets a
+  /// caller with many independent finds (e.g. many walks in flight) overlap their cache misses.
+  void prefetch(const key_type& key) const {
+    const auto where = placement(hash_value(key, seed_));
+    shoal::prefetch(parts_[static_cast<std::size_t>(where.rank)] + static_cast<std::ptrdiff_t>(where.home));
   }
 
   /// Inserts (key, value) if key is absent. Returns true when inserted, false when key was already present (the

@@ -207,6 +207,17 @@ template <class T, class Fn>
 
 // ---- reads -----------------------------------------------------------------------------------------------------
 
+/// A cache hint before reading p (no communication, any rank): where p's memory is mapped in this process (this
+/// rank's segment, or a same-host rank's on the shared-memory path) starts loading the `n` elements at p into the
+/// cache; elsewhere does nothing. Lets a caller with many independent reads in flight overlap their cache misses.
+template <class T>
+inline void prefetch(global_ptr<T> p, std::size_t n = 1) {
+  if (const std::byte* at = detail::mapped(detail::rt(), p.rank(), p.offset())) {
+    for (std::size_t b = 0; b < n * sizeof(T); b += 64) __builtin_prefetch(at + b);
+    __builtin_prefetch(at + n * sizeof(T) - 1);  // a peer's mapped base need not be line-aligned
+  }
+}
+
 /// Reads n elements at p into dst. Blocking.
 template <class T>
   requires remote_storable<std::remove_const_t<T>>

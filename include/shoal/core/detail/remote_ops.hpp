@@ -247,7 +247,7 @@ class remote_ops {
     std::uint64_t replies_overtaking = 0;
   };
   fault_counts faults() {
-    while (serving_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();  // the serving thread's
+    while (serving_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();  // a serve() call ends first
     fault_counts c;
     if (faults_) {
       c = {faults_->requests.delayed(), faults_->requests.overtaking(), faults_->replies.delayed(),
