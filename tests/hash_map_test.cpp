@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
 #include <random>
 #include <string>
 #include <vector>
@@ -152,6 +154,41 @@ TEST(HashMap, MissCostsItsProbeLengthNotTheTable) {
     const double per_miss = static_cast<double>(m.probe_count() - before) / misses;
     EXPECT_LT(per_miss, 2.0) << "a miss probed " << per_miss << " buckets on average";
   }
+  shoal::barrier();
+}
+
+TEST(HashMap, FindManyEqualsFindOnEveryKeyDisplacedErasedOrMissing) {
+  // A nearly full table (home buckets shared, keys displaced), half the keys erased (tombstones on the probe
+  // sequences), keys of every owner and absent ones: find_many must give what find(k, promise::find) gives, on
+  // every path (its home-bucket reads are prefetched on shared memory and in flight at once elsewhere).
+  const std::size_t capacity = 16 * static_cast<std::size_t>(np());
+  shoal::hash_map<int, int> m(capacity);
+  std::vector<int> inserted;
+  if (me() == 0) {
+    for (int k = 0; inserted.size() < capacity - static_cast<std::size_t>(np()) && k < 10000; ++k) {
+      try {
+        m.insert(k, 3 * k);
+        inserted.push_back(k);
+      } catch (const shoal::container_full&) {
+      }
+    }
+    for (std::size_t i = 0; i < inserted.size(); i += 2) EXPECT_TRUE(m.erase(inserted[i]));
+  }
+  shoal::barrier();
+  inserted = shoal::broadcast(inserted);
+  std::vector<int> keys = inserted;
+  for (int k = 20000; k < 20040; ++k) keys.push_back(k);  // never inserted
+  std::vector<std::optional<int>> got(keys.size());
+  m.find_many(keys, got);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(got[i], m.find(keys[i], shoal::promise::find)) << keys[i];
+    if (i < inserted.size() && i % 2 == 1) { EXPECT_EQ(got[i], 3 * keys[i]) << keys[i]; }
+    else { EXPECT_FALSE(got[i].has_value()) << keys[i]; }
+  }
+  std::vector<std::optional<int>> none;
+  m.find_many(std::span<const int>(), none);  // nothing to find
+  std::vector<std::optional<int>> short_out(1);
+  EXPECT_THROW(m.find_many(keys, short_out), shoal::usage_error);
   shoal::barrier();
 }
 
