@@ -157,25 +157,34 @@ TEST(HashMap, MissCostsItsProbeLengthNotTheTable) {
   shoal::barrier();
 }
 
+// Rank 0 inserts keys 0, 1, ... (value value_of(k)) until all but np() of the capacity buckets are used, so that
+// most keys sit away from their home bucket; every rank gets the keys inserted. Collective.
+template <class ValueOf>
+std::vector<int> fill_nearly_full(shoal::hash_map<int, int>& m, std::size_t capacity, ValueOf value_of) {
+  std::vector<int> inserted;
+  if (me() == 0) {
+    for (int k = 0; inserted.size() < capacity - static_cast<std::size_t>(np()) && k < 10000; ++k) {
+      try {
+        m.insert(k, value_of(k));
+        inserted.push_back(k);
+      } catch (const shoal::container_full&) {
+      }
+    }
+  }
+  return shoal::broadcast(inserted);
+}
+
 TEST(HashMap, FindManyEqualsFindOnEveryKeyDisplacedErasedOrMissing) {
   // A nearly full table (home buckets shared, keys displaced), half the keys erased (tombstones on the probe
   // sequences), keys of every owner and absent ones: find_many must give what find(k, promise::find) gives, on
   // every path (its home-bucket reads are prefetched on shared memory and in flight at once elsewhere).
   const std::size_t capacity = 16 * static_cast<std::size_t>(np());
   shoal::hash_map<int, int> m(capacity);
-  std::vector<int> inserted;
+  const std::vector<int> inserted = fill_nearly_full(m, capacity, [](int k) { return 3 * k; });
   if (me() == 0) {
-    for (int k = 0; inserted.size() < capacity - static_cast<std::size_t>(np()) && k < 10000; ++k) {
-      try {
-        m.insert(k, 3 * k);
-        inserted.push_back(k);
-      } catch (const shoal::container_full&) {
-      }
-    }
     for (std::size_t i = 0; i < inserted.size(); i += 2) EXPECT_TRUE(m.erase(inserted[i]));
   }
   shoal::barrier();
-  inserted = shoal::broadcast(inserted);
   std::vector<int> keys = inserted;
   for (int k = 20000; k < 20040; ++k) keys.push_back(k);  // never inserted
   std::vector<std::optional<int>> got(keys.size());
@@ -196,20 +205,12 @@ TEST(HashMap, EraseLeavesTombstonesThatFindSkips) {
   // A nearly full table: most keys are displaced, so finds must walk past erased buckets.
   const std::size_t capacity = 8 * static_cast<std::size_t>(np());
   shoal::hash_map<int, int> m(capacity);
-  std::vector<int> inserted;
+  const std::vector<int> inserted = fill_nearly_full(m, capacity, [](int k) { return k + 1; });
   if (me() == 0) {
-    for (int k = 0; inserted.size() < capacity - static_cast<std::size_t>(np()) && k < 10000; ++k) {
-      try {
-        m.insert(k, k + 1);
-        inserted.push_back(k);
-      } catch (const shoal::container_full&) {
-      }
-    }
     for (std::size_t i = 0; i < inserted.size(); i += 2) EXPECT_TRUE(m.erase(inserted[i]));
     for (std::size_t i = 0; i < inserted.size(); i += 2) EXPECT_FALSE(m.erase(inserted[i]));
   }
   shoal::barrier();
-  inserted = shoal::broadcast(inserted);
   for (std::size_t i = 0; i < inserted.size(); ++i) {
     const auto v = m.find(inserted[i]);
     const auto w = m.find(inserted[i], shoal::promise::find);
