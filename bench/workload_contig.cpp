@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,20 +37,20 @@ using shoal::bench::context;
 
 void run_contig_reads(context& ctx, const std::string& genome);
 
-// One core: the k-mers into an absl::flat_hash_map, walked by the same walker (many walks in flight, the next
-// k-mer's slot prefetched with absl's prefetch).
+// One core: the k-mers into an absl::flat_hash_map, walked by the same walker (many walks in flight, their next
+// k-mers' slots prefetched together with absl's prefetch, then read).
 std::vector<std::string> serial_contigs_of(std::size_t k, const std::vector<contig::kmer_entry>& entries) {
   absl::flat_hash_map<contig::kmer_code, contig::extensions> table;
   table.reserve(entries.size());
   for (const auto& e : entries) table.emplace(e.kmer, e.ext);
-  contig::walker walk(
-      k,
-      [&](const contig::kmer_code& c) -> std::optional<contig::extensions> {
-        auto it = table.find(c);
-        if (it == table.end()) return std::nullopt;
-        return it->second;
-      },
-      [&](const contig::kmer_code& c) { table.prefetch(c); });
+  contig::walker walk(k, [&](std::span<const contig::kmer_code> keys,
+                             std::span<std::optional<contig::extensions>> out) {
+    for (const auto& key : keys) table.prefetch(key);  // all slots on their way before the first is read
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto it = table.find(keys[i]);
+      if (it != table.end()) out[i] = it->second;
+    }
+  });
   return walk.contigs_from(entries);
 }
 

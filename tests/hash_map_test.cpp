@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
 #include <random>
 #include <string>
 #include <vector>
@@ -155,24 +157,60 @@ TEST(HashMap, MissCostsItsProbeLengthNotTheTable) {
   shoal::barrier();
 }
 
-TEST(HashMap, EraseLeavesTombstonesThatFindSkips) {
-  // A nearly full table: most keys are displaced, so finds must walk past erased buckets.
-  const std::size_t capacity = 8 * static_cast<std::size_t>(np());
-  shoal::hash_map<int, int> m(capacity);
+// Rank 0 inserts keys 0, 1, ... (value value_of(k)) until all but np() of the capacity buckets are used, so that
+// most keys sit away from their home bucket; every rank gets the keys inserted. Collective.
+template <class ValueOf>
+std::vector<int> fill_nearly_full(shoal::hash_map<int, int>& m, std::size_t capacity, ValueOf value_of) {
   std::vector<int> inserted;
   if (me() == 0) {
     for (int k = 0; inserted.size() < capacity - static_cast<std::size_t>(np()) && k < 10000; ++k) {
       try {
-        m.insert(k, k + 1);
+        m.insert(k, value_of(k));
         inserted.push_back(k);
       } catch (const shoal::container_full&) {
       }
     }
+  }
+  return shoal::broadcast(inserted);
+}
+
+TEST(HashMap, FindManyEqualsFindOnEveryKeyDisplacedErasedOrMissing) {
+  // A nearly full table (home buckets shared, keys displaced), half the keys erased (tombstones on the probe
+  // sequences), keys of every owner and absent ones: find_many must give what find(k, promise::find) gives, on
+  // every path (its home-bucket reads are prefetched on shared memory and in flight at once elsewhere).
+  const std::size_t capacity = 16 * static_cast<std::size_t>(np());
+  shoal::hash_map<int, int> m(capacity);
+  const std::vector<int> inserted = fill_nearly_full(m, capacity, [](int k) { return 3 * k; });
+  if (me() == 0) {
+    for (std::size_t i = 0; i < inserted.size(); i += 2) EXPECT_TRUE(m.erase(inserted[i]));
+  }
+  shoal::barrier();
+  std::vector<int> keys = inserted;
+  for (int k = 20000; k < 20040; ++k) keys.push_back(k);  // never inserted
+  std::vector<std::optional<int>> got(keys.size());
+  m.find_many(keys, got);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(got[i], m.find(keys[i], shoal::promise::find)) << keys[i];
+    if (i < inserted.size() && i % 2 == 1) { EXPECT_EQ(got[i], 3 * keys[i]) << keys[i]; }
+    else { EXPECT_FALSE(got[i].has_value()) << keys[i]; }
+  }
+  std::vector<std::optional<int>> none;
+  m.find_many(std::span<const int>(), none);  // nothing to find
+  std::vector<std::optional<int>> short_out(1);
+  EXPECT_THROW(m.find_many(keys, short_out), shoal::usage_error);
+  shoal::barrier();
+}
+
+TEST(HashMap, EraseLeavesTombstonesThatFindSkips) {
+  // A nearly full table: most keys are displaced, so finds must walk past erased buckets.
+  const std::size_t capacity = 8 * static_cast<std::size_t>(np());
+  shoal::hash_map<int, int> m(capacity);
+  const std::vector<int> inserted = fill_nearly_full(m, capacity, [](int k) { return k + 1; });
+  if (me() == 0) {
     for (std::size_t i = 0; i < inserted.size(); i += 2) EXPECT_TRUE(m.erase(inserted[i]));
     for (std::size_t i = 0; i < inserted.size(); i += 2) EXPECT_FALSE(m.erase(inserted[i]));
   }
   shoal::barrier();
-  inserted = shoal::broadcast(inserted);
   for (std::size_t i = 0; i < inserted.size(); ++i) {
     const auto v = m.find(inserted[i]);
     const auto w = m.find(inserted[i], shoal::promise::find);

@@ -1,12 +1,15 @@
 // apps/contig/assemble.hpp — distributed contig generation (BCL §8.2): the k-mer table is built through
-// hash_map_buffer (insert phase), then walked (walk.hpp) with the find-only promise, many walks in flight with their
-// next buckets prefetched (hash_map::prefetch: on shared memory) (traversal phase). Collective.
+// hash_map_buffer (insert phase), then walked (walk.hpp) with the find-only promise, many walks in flight whose next
+// k-mers are found together (hash_map::find_many: prefetched on shared memory, gets in flight at once elsewhere)
+// (traversal phase). Collective.
 #pragma once
 
 #include <mpi.h>
 
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,9 +50,9 @@ inline assembly assemble(std::size_t k, const std::vector<kmer_entry>& mine,
 
   if (starting) starting("walk");
   t0 = std::chrono::steady_clock::now();
-  walker walk(
-      k, [&](const kmer_code& c) { return table.find(c, shoal::promise::find); },
-      [&](const kmer_code& c) { table.prefetch(c); });
+  walker walk(k, [&](std::span<const kmer_code> keys, std::span<std::optional<extensions>> out) {
+    table.find_many(keys, out);  // promise::find: the walk only reads the table
+  });
   out.contigs = walk.contigs_from(mine);
   out.lookups = walk.lookups();
   out.traverse_seconds = shoal::allreduce(seconds_since(t0), shoal::op::max{});  // every walk is done

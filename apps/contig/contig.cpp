@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
   app.add_option("--bloom-hashes", opt.counter.bloom_hashes, "reads mode: Bloom filter bits set per k-mer")
       ->check(CLI::Range(1u, 64u));
   app.add_option("--queue-kmers", opt.counter.queue_kmers,
-                 "reads mode: k-mer occurrences each rank's exchange queue holds (16 or 24 bytes each, symmetric heap; "
+                 "reads mode: k-mer occurrences each rank's exchange queue holds (24 bytes each, in the symmetric heap; "
                  "a sender waits when its owner's queue is full)")
       ->check(CLI::PositiveNumber);
   try {

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -158,14 +159,13 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  contig::walker walk(
-      k,
-      [&](const contig::kmer_code& c) -> std::optional<contig::extensions> {
-        auto it = table.find(c.to_string(k));
-        if (it == table.end()) return std::nullopt;
-        return it->second;
-      },
-      [](const contig::kmer_code&) {});
+  contig::walker walk(k, [&](std::span<const contig::kmer_code> keys,
+                             std::span<std::optional<contig::extensions>> out) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto it = table.find(keys[i].to_string(k));
+      if (it != table.end()) out[i] = it->second;
+    }
+  });
   std::vector<contig::kmer_entry> entries;
   for (const auto& r : records) entries.push_back(contig::entry_of(r));
   std::vector<std::string> unitigs = walk.contigs_from(entries);

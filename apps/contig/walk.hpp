@@ -8,11 +8,12 @@
 // hairpin) ends at the last k-mer before the repeat. Cycles without an end are not emitted.
 //
 // The k-mers are 2-bit codes stepped with shifts in both orientations at once (no strings until a contig is written
-// out). Every step is one lookup, and in a large table each is a cache miss that the next step depends on; so the
-// walker keeps `lanes` walks in flight: it prefetches a walk's next k-mer (`prefetch`, a hint the table may ignore),
-// then advances the other walks, and looks the k-mer up when it comes back to that walk. Left-end checks (one lookup
-// per orientation of each k-mer, independent of each other) are prefetched `lanes` k-mers ahead. The contigs are the
-// same as with one walk at a time; only their order in the output differs.
+// out). Every step is one lookup that the next step depends on (a cache miss in a large table, a round trip to
+// another rank's memory off shared memory), so the walker keeps `lanes` walks in flight and looks their next k-mers
+// up together, `lanes` at a time: the table's `lookup_many` can overlap them (shoal::hash_map::find_many prefetches
+// them on shared memory and has their gets in flight at once elsewhere). The left-end checks (one lookup per
+// orientation of each k-mer, independent of each other) go the same way. The contigs are the same as with one walk
+// at a time; only the order in which they are found differs.
 #pragma once
 
 #include <absl/container/flat_hash_set.h>
@@ -29,19 +30,15 @@
 
 namespace contig {
 
-/// `lookup(canonical kmer_code) -> std::optional<extensions>` (the extensions in the canonical orientation);
-/// `prefetch(canonical kmer_code)`: a hint before a lookup (may do nothing).
-template <class Lookup, class Prefetch>
+/// `lookup_many(std::span<const kmer_code> canonical, std::span<std::optional<extensions>> out)`: the extensions of
+/// each k-mer in its canonical orientation, or nullopt.
+template <class LookupMany>
 class walker {
  public:
   static constexpr std::size_t lanes = 32;
 
-  walker(std::size_t k, Lookup lookup, Prefetch prefetch)
-      : k_(k),
-        mask_(kmer_mask(k)),
-        top_(static_cast<unsigned>(2 * (k - 1))),
-        lookup_(std::move(lookup)),
-        prefetch_(std::move(prefetch)) {}
+  walker(std::size_t k, LookupMany lookup_many)
+      : k_(k), mask_(kmer_mask(k)), top_(static_cast<unsigned>(2 * (k - 1))), lookup_many_(std::move(lookup_many)) {}
 
   /// The contigs that start at the given canonical k-mers (0, 1 or 2 each), each in its smaller orientation.
   ///
@@ -87,40 +84,50 @@ class walker {
             oriented_kmer{strand{fwd.rc, fwd.fwd}, extensions{complement(e.ext.right), complement(e.ext.left)}}};
   }
 
-  /// The extensions of s in its walked orientation.
-  std::optional<extensions> oriented(const strand& s) {
-    ++lookups_;
-    const bool forward = s.fwd <= s.rc;
-    const auto v = lookup_(code_of(forward ? s.fwd : s.rc));
-    if (!v || forward) return v;
-    return extensions{complement(v->right), complement(v->left)};
+  /// The extensions of each k-mer in its walked orientation (nullopt: not in the table), looked up together.
+  void lookup(const std::vector<strand>& kmers, std::vector<std::optional<extensions>>& out) {
+    keys_.clear();
+    for (const auto& s : kmers) keys_.push_back(canonical_code(s));
+    out.assign(kmers.size(), std::nullopt);
+    lookup_many_(std::span<const kmer_code>(keys_), std::span<std::optional<extensions>>(out));
+    lookups_ += kmers.size();
+    for (std::size_t i = 0; i < kmers.size(); ++i) {
+      if (out[i] && kmers[i].fwd > kmers[i].rc) {  // found in the other orientation: swap and complement
+        out[i] = extensions{complement(out[i]->right), complement(out[i]->left)};
+      }
+    }
   }
 
-  bool is_left_end(const oriented_kmer& o) {
-    if (!is_base(o.e.left)) return true;
-    const strand prev = step_left(o.s, o.e.left);
-    const auto pe = oriented(prev);
-    return !pe || pe->right != last_base(o.s) || prev.fwd == o.s.fwd;
-  }
-
-  /// The orientations of the entries that are left ends (where walks start), their left neighbours prefetched
-  /// `lanes` entries ahead.
+  /// The orientations of the entries that are left ends (where walks start): no left extension, or a left
+  /// neighbour that is missing, does not point back, or is the k-mer itself. The neighbours of `lanes` entries are
+  /// looked up together.
   std::vector<oriented_kmer> left_ends(std::span<const kmer_entry> entries) {
-    std::vector<oriented_kmer> starts;
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (i + lanes < entries.size()) {
-        for (const auto& o : orientations(entries[i + lanes])) {
-          if (is_base(o.e.left)) prefetch_(canonical_code(step_left(o.s, o.e.left)));
+    std::vector<oriented_kmer> starts, checked;
+    std::vector<strand> prev;
+    std::vector<std::optional<extensions>> found;
+    for (std::size_t first = 0; first < entries.size(); first += lanes) {
+      checked.clear();
+      prev.clear();
+      for (const auto& e : entries.subspan(first, std::min(lanes, entries.size() - first))) {
+        for (const auto& o : orientations(e)) {
+          if (!is_base(o.e.left)) {
+            starts.push_back(o);
+          } else {
+            checked.push_back(o);
+            prev.push_back(step_left(o.s, o.e.left));
+          }
         }
       }
-      for (const auto& o : orientations(entries[i])) {
-        if (is_left_end(o)) starts.push_back(o);
+      lookup(prev, found);
+      for (std::size_t i = 0; i < checked.size(); ++i) {
+        const auto& pe = found[i];
+        if (!pe || pe->right != last_base(checked[i].s) || prev[i].fwd == checked[i].s.fwd) starts.push_back(checked[i]);
       }
     }
     return starts;
   }
 
-  /// One walk in flight: at k-mer `at`, whose right neighbour `next` was prefetched.
+  /// One walk in flight: at k-mer `at`, whose right neighbour is `next`.
   struct lane {
     oriented_kmer at;
     strand next{};
@@ -129,66 +136,72 @@ class walker {
     bool busy = false;
   };
 
-  /// Starts a walk at o in l; false when it ends at once (no right extension).
-  bool start(lane& l, const oriented_kmer& o, std::vector<std::string>& out) {
+  /// Starts a walk at o in l (busy unless it ends at once: no right extension).
+  void start(lane& l, const oriented_kmer& o, std::vector<std::string>& out) {
     l.at = o;
     l.seq = code_of(o.s.fwd).to_string(k_);
     l.seen.clear();
     l.seen.insert(canonical_code(o.s));
-    return advance(l, out);
+    advance(l, out);
   }
 
-  /// Prefetches the right neighbour of l's k-mer; when there is none the walk ends (emitted): false.
-  bool advance(lane& l, std::vector<std::string>& out) {
+  /// l's next k-mer, or the walk ends (emitted) when there is no right extension.
+  void advance(lane& l, std::vector<std::string>& out) {
     if (!is_base(l.at.e.right)) return finish(l, false, out);
     l.next = step_right(l.at.s, l.at.e.right);
-    prefetch_(canonical_code(l.next));
-    return true;
+    l.busy = true;
   }
 
-  /// One step of l: the prefetched neighbour is looked up. Walks right while the extensions are unique and agree
+  /// One step of l with its next k-mer's extensions `ne`. Walks right while the extensions are unique and agree
   /// both ways. The hairpin rule: a contig never holds the same canonical k-mer twice, so the walk ends at the last
   /// k-mer before one whose canonical form is already in the contig (a path folding back onto its own reverse
-  /// complement, or a cycle). False when the walk ended.
-  bool step(lane& l, std::vector<std::string>& out) {
-    const auto ne = oriented(l.next);
+  /// complement, or a cycle).
+  void step(lane& l, const std::optional<extensions>& ne, std::vector<std::string>& out) {
     if (!ne || ne->left != first_base(l.at.s)) return finish(l, false, out);
     if (!l.seen.insert(canonical_code(l.next)).second) return finish(l, true, out);
     l.seq.push_back(l.at.e.right);
     l.at = oriented_kmer{l.next, *ne};
-    return advance(l, out);
+    advance(l, out);
   }
 
   /// Emits l's contig if this walk is the one that emits it; the lane is free again.
-  bool finish(lane& l, bool folded, std::vector<std::string>& out) {
+  static void finish(lane& l, bool folded, std::vector<std::string>& out) {
     auto seq_rc = reverse_complement(l.seq);
     if (folded) out.push_back(std::min(l.seq, seq_rc));
     else if (l.seq <= seq_rc) out.push_back(l.seq);
     l.busy = false;
-    return false;
   }
 
-  /// Runs the walks from `starts`, `lanes` at a time, round robin: one step of each busy lane per turn.
+  /// Runs the walks from `starts`, `lanes` at a time: each turn looks up the next k-mer of every busy lane together
+  /// and steps them.
   void walk_all(const std::vector<oriented_kmer>& starts, std::vector<std::string>& out) {
-    std::size_t next_start = 0, busy = 0;
+    std::size_t next_start = 0;
+    std::vector<lane*> busy;
+    std::vector<strand> next;
+    std::vector<std::optional<extensions>> found;
     for (;;) {
       for (auto& l : lanes_) {
-        if (l.busy && !step(l, out)) --busy;
-        while (!l.busy && next_start < starts.size()) {
-          l.busy = start(l, starts[next_start++], out);
-          if (l.busy) ++busy;
-        }
+        while (!l.busy && next_start < starts.size()) start(l, starts[next_start++], out);
       }
-      if (busy == 0 && next_start == starts.size()) return;
+      busy.clear();
+      next.clear();
+      for (auto& l : lanes_) {
+        if (!l.busy) continue;
+        busy.push_back(&l);
+        next.push_back(l.next);
+      }
+      if (busy.empty()) return;  // every lane idle and no start left
+      lookup(next, found);
+      for (std::size_t i = 0; i < busy.size(); ++i) step(*busy[i], found[i], out);
     }
   }
 
   std::size_t k_;
   u128 mask_;
   unsigned top_;
-  Lookup lookup_;
-  Prefetch prefetch_;
+  LookupMany lookup_many_;
   std::array<lane, lanes> lanes_;
+  std::vector<kmer_code> keys_;
   std::uint64_t lookups_ = 0;
 };
 

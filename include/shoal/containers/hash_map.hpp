@@ -36,6 +36,11 @@
 //   find(k, promise::find)                any rank    one get of the whole bucket                      R
 //   prefetch(k)                           any rank    a hint before find: loads k's home bucket into the cache
 //                                                     where it is mapped here (own part, same-host shm)  local
+//   find_many(keys, out)                  any rank    find(k, promise::find) of n keys, their home buckets read
+//                                                     together: prefetched where mapped here, the gets in flight
+//                                                     at once elsewhere (one wait for all); a home bucket of
+//                                                     another key goes on probing as find does. Inline keys and
+//                                                     values only (no blobs)                            n R, overlapped
 //   erase(k)                              any rank    load, get key, CAS ready->reserved, get value, CAS ->erased
 //                                                     3A + 2R
 //   owner(k), capacity(), probe_count()   any rank    arithmetic / this rank's counter                 -
@@ -80,6 +85,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -174,6 +180,43 @@ class hash_map {
   /// The value of key, or nullopt. With p.within(promise::find): one get per probed bucket, no atomics.
   std::optional<mapped_type> find(const key_type& key, concurrency p = promise::any) const {
     return p.within(promise::find) ? find_only(key) : atomic_find(key);
+  }
+
+  /// find(keys[i], promise::find) into out[i] for every i (the same promise: only finds until the next barrier), with
+  /// the n home buckets read together: where a bucket is mapped here (this rank's part, or on shared memory a peer's)
+  /// all are prefetched before any is read; elsewhere all the gets are started before the first is waited for, so
+  /// the n latencies overlap. A home bucket that does not settle the key (another key, erased) continues with find's
+  /// probe. For callers with many independent finds (e.g. many walks in flight); inline keys and values only.
+  void find_many(std::span<const key_type> keys, std::span<std::optional<mapped_type>> out) const
+    requires(!uses_blobs)
+  {
+    if (out.size() != keys.size()) {
+      throw usage_error("shoal::hash_map::find_many: " + std::to_string(keys.size()) + " keys but " +
+                        std::to_string(out.size()) + " results; give out as many elements as keys");
+    }
+    std::vector<global_ptr<bucket>> home(keys.size());
+    std::vector<bucket> read(keys.size());
+    std::vector<future<void>> pending(keys.size());
+    auto& rt = detail::rt();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const auto where = placement(hash_value(keys[i], seed_));
+      home[i] = parts_[static_cast<std::size_t>(where.rank)] + static_cast<std::ptrdiff_t>(where.home);
+      if (detail::mapped(rt, home[i].rank(), home[i].offset()) != nullptr) shoal::prefetch(home[i]);
+      else pending[i] = async_get(home[i], &read[i], 1);
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (pending[i].valid()) pending[i].get();
+      else read[i] = get(home[i]);
+      ++probes_;
+      const std::uint32_t state = read[i].status & state_mask;
+      if (state == free_state) {
+        out[i].reset();
+      } else if (state == ready_state && key_storage::matches(read[i].e.key, key_storage::probe(keys[i]))) {
+        out[i].emplace(value_storage::decode(read[i].e.value));
+      } else {
+        out[i] = find_only(keys[i]);  // another key, erased or being written: probe as find does
+      }
+    }
   }
 
   /// Removes key. Returns true when it was present.
