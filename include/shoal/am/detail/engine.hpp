@@ -11,8 +11,10 @@
 // from `anchor`, a function of this header: both live in the same executable image, whose layout is identical on
 // every rank of the same binary, so the offset is the same everywhere even though ASLR moves the image. The
 // trampoline knows how many bytes its message occupies (it decodes the arguments with shoal::byte_reader), so no
-// length is stored. Buffers travel as MPI messages with one tag on a communicator of their own; the receiver learns
-// their size with MPI_Improbe, so a message larger than a buffer is simply a buffer of its own.
+// length is stored. Buffers travel as MPI messages with one tag on a communicator of their own, into receives posted
+// ahead (slots of the largest starting buffer size, completed in posting order); a buffer larger than a slot goes on a
+// second tag, announced in the stream. A destination's buffers start at eager_buffer_size and double while a stream
+// fills them (docs/am.md, "Buffer sizes" and "Receiving").
 // Test-only fault mode (SHOAL_FAULTS, faults.hpp): received buffers are held back and released in a seeded random
 // order across senders, in order from each sender.
 #pragma once
