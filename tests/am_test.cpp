@@ -335,11 +335,10 @@ void check_order(std::int64_t seq) {
   next = seq + 1;
 }
 
-TEST(Am, PerPairOrderAcrossHandlersSizesAndRpc) {
+void send_mixed_and_check_order(std::int64_t n) {
   next_expected.assign(static_cast<std::size_t>(np()), 0);
   order_violations = 0;
   reset();  // state first, then the barrier: a faster rank's messages may arrive while this one is still inside it
-  const std::int64_t n = volume_scaled(3000);
   std::vector<shoal::future<void>> replies;
   for (std::int64_t i = 0; i < n; ++i) {
     for (int d = 0; d < np(); ++d) {
@@ -359,6 +358,17 @@ TEST(Am, PerPairOrderAcrossHandlersSizesAndRpc) {
   shoal::am::barrier();
   EXPECT_EQ(order_violations, 0);
   for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+}
+
+// Receive slots are as large as the largest buffer any rank started with; a rank that raises its buffer size later
+// sends buffers larger than its peers' slots (announced, then received apart), a rank that lowers it sends small
+// ones. Both kinds keep their place in each pair's order.
+TEST(Am, PerPairOrderWhenRanksChangeTheirBufferSize) {
+  const auto saved = shoal::am::buffer_size();
+  const std::int64_t n = volume_scaled(3000);  // the same on every rank
+  shoal::am::set_buffer_size(me() % 2 == 0 ? 4 * saved : 512);
+  send_mixed_and_check_order(n);
+  shoal::am::set_buffer_size(saved);
 }
 
 // The test-only fault mode (SHOAL_FAULTS, core/detail/faults.hpp; its parsing: fault_mode_test.cpp): under

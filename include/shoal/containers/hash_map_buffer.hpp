@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -83,25 +84,23 @@ class hash_map_buffer {
     std::string failure;
     std::vector<record> records;
     for (const auto& m : exchange_.complete()) {
-      records.clear();
-      byte_reader r(m.payload);
-      while (r.remaining() > 0) {
-        const auto op = r.read<std::uint8_t>();
-        auto key = r.read<key_type>();
-        records.push_back(record{op, std::move(key), r.read<mapped_type>()});
-      }
-      // The table is larger than the caches: load the home bucket a few records ahead.
-      for (std::size_t i = 0; i < std::min(prefetch_distance, records.size()); ++i) map_.local_prefetch(records[i].key);
-      for (std::size_t i = 0; i < records.size(); ++i) {
-        if (i + prefetch_distance < records.size()) map_.local_prefetch(records[i + prefetch_distance].key);
-        const auto& rec = records[i];
-        try {
-          const bool fresh = rec.op == insert_op ? map_.insert(rec.key, rec.value, promise::local)
-                                                 : map_.insert_or_assign(rec.key, rec.value, promise::local);
-          inserted += fresh ? 1 : 0;
-        } catch (const container_full& e) {
-          if (failure.empty()) failure = e.what();
+      if constexpr (fixed_records) {  // records read in place, at fixed offsets
+        const std::size_t n = m.payload.size() / record_bytes;
+        auto at = [&](std::size_t i) { return m.payload.data() + i * record_bytes; };
+        apply_records(n, [&](std::size_t i) { return load<key_type>(at(i) + 1); },
+                      [&](std::size_t i) { return record{load<std::uint8_t>(at(i)), load<key_type>(at(i) + 1),
+                                                         load<mapped_type>(at(i) + 1 + sizeof(key_type))}; },
+                      inserted, failure);
+      } else {
+        records.clear();
+        byte_reader r(m.payload);
+        while (r.remaining() > 0) {
+          const auto op = r.read<std::uint8_t>();
+          auto key = r.read<key_type>();
+          records.push_back(record{op, std::move(key), r.read<mapped_type>()});
         }
+        apply_records(records.size(), [&](std::size_t i) -> const key_type& { return records[i].key; },
+                      [&](std::size_t i) -> const record& { return records[i]; }, inserted, failure);
       }
     }
     map_.reclaim();
@@ -130,13 +129,51 @@ class hash_map_buffer {
     key_type key;
     mapped_type value;
   };
+  /// Trivially copyable keys and values make every record [op][key bytes][value bytes], the same bytes byte_writer
+  /// writes: appended with one copy and read in place.
+  static constexpr bool fixed_records = trivially_serializable<key_type> && trivially_serializable<mapped_type>;
+  static constexpr std::size_t record_bytes = 1 + sizeof(key_type) + sizeof(mapped_type);
+
+  template <class T>
+  static T load(const std::byte* p) {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v;
+  }
 
   void append(std::uint8_t op, const key_type& key, const mapped_type& value) {
-    exchange_.append(map_.owner(key), [&](byte_writer& w) {
-      w.write(op);
-      w.write(key);
-      w.write(value);
-    });
+    if constexpr (fixed_records) {
+      std::byte rec[record_bytes];
+      rec[0] = static_cast<std::byte>(op);
+      std::memcpy(rec + 1, &key, sizeof(key_type));
+      std::memcpy(rec + 1 + sizeof(key_type), &value, sizeof(mapped_type));
+      exchange_.append(map_.owner(key), [&](byte_writer& w) { w.write_bytes(rec, record_bytes); });
+    } else {
+      exchange_.append(map_.owner(key), [&](byte_writer& w) {
+        w.write(op);
+        w.write(key);
+        w.write(value);
+      });
+    }
+  }
+
+  /// Applies records 0..n-1 (key_at(i): record i's key, record_at(i): the record) with promise::local, loading the
+  /// home bucket a few records ahead (the table is larger than the caches).
+  template <class KeyAt, class RecordAt>
+  void apply_records(std::size_t n, KeyAt&& key_at, RecordAt&& record_at, std::size_t& inserted,
+                     std::string& failure) {
+    for (std::size_t i = 0; i < std::min(prefetch_distance, n); ++i) map_.local_prefetch(key_at(i));
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + prefetch_distance < n) map_.local_prefetch(key_at(i + prefetch_distance));
+      const auto& rec = record_at(i);
+      try {
+        const bool fresh = rec.op == insert_op ? map_.insert(rec.key, rec.value, promise::local)
+                                               : map_.insert_or_assign(rec.key, rec.value, promise::local);
+        inserted += fresh ? 1 : 0;
+      } catch (const container_full& e) {
+        if (failure.empty()) failure = e.what();
+      }
+    }
   }
 
   hash_map<K, V>& map_;

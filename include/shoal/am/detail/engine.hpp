@@ -11,14 +11,17 @@
 // from `anchor`, a function of this header: both live in the same executable image, whose layout is identical on
 // every rank of the same binary, so the offset is the same everywhere even though ASLR moves the image. The
 // trampoline knows how many bytes its message occupies (it decodes the arguments with shoal::byte_reader), so no
-// length is stored. Buffers travel as MPI messages with one tag on a communicator of their own; the receiver learns
-// their size with MPI_Improbe, so a message larger than a buffer is simply a buffer of its own.
+// length is stored. Buffers travel as MPI messages with one tag on a communicator of their own, into receives posted
+// ahead (slots of the largest starting buffer size, completed in posting order); a buffer larger than a slot goes on a
+// second tag, announced in the stream. A destination's buffers start at eager_buffer_size and double while a stream
+// fills them (docs/am.md, "Buffer sizes" and "Receiving").
 // Test-only fault mode (SHOAL_FAULTS, shoal::layer::fault_scheduler): received buffers are held back and released in a
 // seeded random order across senders, in order from each sender.
 #pragma once
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +47,11 @@ inline constexpr std::size_t default_buffer_size = std::size_t{64} << 10;
 inline constexpr std::size_t default_max_sends = 16;
 /// Smallest buffer size accepted (a message larger than the buffer still travels, alone).
 inline constexpr std::size_t min_buffer_size = 16;
+/// Bytes of a destination's first buffer, and of the next one after a buffer left before it was full (a flush, a
+/// wait): below the eager limit of the MPI transports (Open MPI's shared-memory one sends up to 4 KiB at once), so a
+/// latency-bound exchange travels as single eager MPI messages, with no rendezvous handshake that needs both ranks'
+/// progress. Each buffer that fills doubles the next one, up to buffer_size(): a stream travels in full buffers.
+inline constexpr std::size_t eager_buffer_size = 4000;
 
 }  // namespace shoal::am
 
@@ -99,6 +107,7 @@ struct outbox {
   std::uint32_t count = 0;
   std::byte* count_at = nullptr;
   block bytes{};
+  std::size_t limit = 0;  // bytes the next buffer holds (0: eager_buffer_size); see eager_buffer_size
   bool listed = false;  // in engine::dirty
 };
 
@@ -108,6 +117,8 @@ inline engine* g_engine = nullptr;
 class engine {
  public:
   static constexpr int tag = 0x5a4d;  // one tag: MPI keeps per-pair order only within a (source, tag, comm)
+  static constexpr int large_tag = 0x5a4e;  // a buffer larger than the receive slots, announced on `tag`
+  static constexpr std::size_t posted_receives = 8;  // receives posted ahead, completed in posting order
 
   engine() : run_(shoal::layer::current_run()) {
     const shoal::team& world = shoal::world();
@@ -123,11 +134,25 @@ class engine {
     if (const auto f = shoal::layer::fault_mode()) {
       faults_.emplace(*f, me_, size_, shoal::layer::fault_stream::am_buffers);
     }
+    // Receive slots hold the largest buffer any rank starts with; a larger buffer (set_buffer_size later, or one
+    // message larger than a buffer) is announced in the stream and travels apart (send_large).
+    const std::uint64_t mine = buffer_size_;
+    std::uint64_t largest = 0;
+    SHOAL_MPI(MPI_Allreduce(&mine, &largest, 1, MPI_UINT64_T, MPI_MAX, comm_));
+    slot_bytes_ = static_cast<std::size_t>(largest);
+    rx_blocks_.resize(posted_receives);
+    rx_requests_.assign(posted_receives, MPI_REQUEST_NULL);
+    for (std::size_t i = 0; i < posted_receives; ++i) post_receive(i);
   }
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
   ~engine() {
     for (auto& req : requests_) SHOAL_MPI_CLEANUP(MPI_Request_free(&req));  // only reached after a failed drain
+    for (auto& req : rx_requests_) {  // nothing is in flight after the drain: the posted receives are unmatched
+      if (req == MPI_REQUEST_NULL) continue;
+      SHOAL_MPI_CLEANUP(MPI_Cancel(&req));
+      SHOAL_MPI_CLEANUP(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    }
     if (comm_ != MPI_COMM_NULL) SHOAL_MPI_CLEANUP(MPI_Comm_free(&comm_));
   }
 
@@ -158,9 +183,9 @@ class engine {
         break;
       }
       if (o.cur != o.begin) {
-        send(dest);  // may run handlers (which may append to o); the loop re-checks
+        send(dest, /*full=*/true);  // may run handlers (which may append to o); the loop re-checks
       } else {
-        allocate(o, group_header_bytes + body);
+        allocate(dest, o, group_header_bytes + body);
         if (!o.listed) {
           o.listed = true;
           dirty_.push_back(dest);
@@ -181,7 +206,7 @@ class engine {
       const int dest = dirty_.back();
       dirty_.pop_back();
       out_[static_cast<std::size_t>(dest)].listed = false;
-      send(dest);
+      send(dest, /*full=*/false);
     }
   }
 
@@ -354,35 +379,43 @@ class engine {
     o.count = 0;
   }
 
-  void allocate(outbox& o, std::size_t need) {
+  /// A buffer for `dest` with room for `need` bytes: its limit (see eager_buffer_size; messages to oneself never touch
+  /// MPI and fill whole buffers), or a buffer of the exact size for a message larger than buffer_size().
+  void allocate(int dest, outbox& o, std::size_t need) {
+    std::size_t bytes = need;
     if (need <= buffer_size_) {
-      o.bytes = take_block();
+      o.bytes = take_block(buffer_size_);
+      const std::size_t limit = dest == me_ ? buffer_size_ : o.limit == 0 ? eager_buffer_size : o.limit;
+      bytes = std::min(buffer_size_, std::max(need, limit));
     } else {  // a message larger than a buffer travels alone in a buffer of its exact size
-      o.bytes.data.reset(new std::byte[need]);
-      o.bytes.capacity = need;
+      o.bytes = block{std::unique_ptr<std::byte[]>(new std::byte[need]), need};
     }
     o.begin = o.cur = o.bytes.data.get();
-    o.end = o.begin + (need <= buffer_size_ ? buffer_size_ : need);
+    o.end = o.begin + bytes;
   }
 
-  block take_block() {
-    if (!pool_.empty()) {
-      block b = std::move(pool_.back());
-      pool_.pop_back();
+  /// A block of `capacity` bytes: recycled when one of that size is pooled (send buffers, receive slots).
+  block take_block(std::size_t capacity) {
+    auto& pool = capacity == buffer_size_ ? pool_ : slot_pool_;
+    if (!pool.empty() && pool.back().capacity == capacity) {
+      block b = std::move(pool.back());
+      pool.pop_back();
       return b;
     }
-    block b;
-    b.data.reset(new std::byte[buffer_size_]);
-    b.capacity = buffer_size_;
-    return b;
+    return block{std::unique_ptr<std::byte[]>(new std::byte[capacity]), capacity};
   }
 
   void recycle(block b) {
-    if (b.capacity == buffer_size_ && pool_.size() < max_sends_ + 8) pool_.push_back(std::move(b));
+    if (b.capacity == buffer_size_) {
+      if (pool_.size() < max_sends_ + 8) pool_.push_back(std::move(b));
+    } else if (b.capacity == slot_bytes_ && slot_pool_.size() < posted_receives) {
+      slot_pool_.push_back(std::move(b));
+    }
   }
 
-  /// Hands `dest`'s buffer to MPI (or to the local queue), waiting for room under the send cap first.
-  void send(int dest) {
+  /// Hands `dest`'s buffer to MPI (or to the local queue), waiting for room under the send cap first. `full`: it was
+  /// sent because the next message did not fit (the next buffer may be larger), not by a flush.
+  void send(int dest, bool full) {
     outbox& o = out_[static_cast<std::size_t>(dest)];
     if (o.cur == o.begin) return;
     if (dest == me_) {
@@ -396,12 +429,32 @@ class engine {
     make_room();  // may run handlers that append to o; whatever is there when it returns goes now
     if (o.cur == o.begin) return;
     close_group(o);
-    MPI_Request req;
-    SHOAL_MPI(MPI_Isend(o.begin, static_cast<int>(o.cur - o.begin), MPI_BYTE, dest, tag, comm_, &req));
-    requests_.push_back(req);
-    in_flight_.push_back(std::move(o.bytes));
-    o = outbox{.listed = o.listed};
+    const auto bytes = static_cast<std::size_t>(o.cur - o.begin);
+    const std::size_t next = full ? std::min(buffer_size_, 2 * static_cast<std::size_t>(o.end - o.begin)) : 0;
+    if (bytes <= slot_bytes_) {
+      isend(dest, tag, std::move(o.bytes), bytes);
+    } else {
+      send_large(dest, std::move(o.bytes), bytes);
+    }
+    o = outbox{.limit = next, .listed = o.listed};
     ++buffers_sent_;
+  }
+
+  void isend(int dest, int t, block b, std::size_t bytes) {
+    MPI_Request req;
+    SHOAL_MPI(MPI_Isend(b.data.get(), static_cast<int>(bytes), MPI_BYTE, dest, t, comm_, &req));
+    requests_.push_back(req);
+    in_flight_.push_back(std::move(b));
+  }
+
+  /// A buffer larger than the receivers' slots: sent on large_tag, and announced in the stream on `tag` by 16 bytes
+  /// [int32 0][int32 0][uint64 size] (no group starts with handler word 0), where the receiver takes it in order.
+  void send_large(int dest, block b, std::size_t bytes) {
+    isend(dest, large_tag, std::move(b), bytes);
+    block note{std::unique_ptr<std::byte[]>(new std::byte[announcement_bytes]), announcement_bytes};
+    const std::uint64_t words[2] = {0, bytes};
+    std::memcpy(note.data.get(), words, sizeof words);
+    isend(dest, tag, std::move(note), announcement_bytes);
   }
 
   /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
@@ -447,28 +500,42 @@ class engine {
     return [this](rx_buffer&& b) { rxq_.push_back(std::move(b)); };
   }
 
+  static constexpr std::size_t announcement_bytes = 16;
+
+  /// Posts receive slot `i`: a receive from any rank of up to slot_bytes_ on `tag`, so a buffer is matched (and a
+  /// rendezvous answered) by whatever MPI call this rank makes next, and lands in place.
+  void post_receive(std::size_t i) {
+    rx_blocks_[i] = take_block(slot_bytes_);
+    SHOAL_MPI(MPI_Irecv(rx_blocks_[i].data.get(), static_cast<int>(slot_bytes_), MPI_BYTE, MPI_ANY_SOURCE, tag, comm_,
+                        &rx_requests_[i]));
+  }
+
   /// Receives one buffer into the queue, if one has arrived (under SHOAL_FAULTS: into the held buffers, and each
-  /// call is one step of their delays; true also when a held buffer was released).
+  /// call is one step of their delays; true also when a held buffer was released). The slots complete in the order
+  /// they were posted, which is the order MPI matched them: per sender, the order of sending.
   bool receive_one() {
     const bool released = faults_ && (faults_->step(), faults_->release(queue()));
     int flag = 0;
-    MPI_Message msg;
     MPI_Status status;
-    SHOAL_MPI(MPI_Improbe(MPI_ANY_SOURCE, tag, comm_, &flag, &msg, &status));
+    SHOAL_MPI(MPI_Test(&rx_requests_[rx_head_], &flag, &status));
     if (!flag) return released;
     int count = 0;
     SHOAL_MPI(MPI_Get_count(&status, MPI_BYTE, &count));
-    block b;
-    if (static_cast<std::size_t>(count) <= buffer_size_) {
-      b = take_block();
-    } else {
-      b.data.reset(new std::byte[static_cast<std::size_t>(count)]);
-      b.capacity = static_cast<std::size_t>(count);
+    block b = std::move(rx_blocks_[rx_head_]);
+    post_receive(rx_head_);
+    rx_head_ = rx_head_ + 1 == posted_receives ? 0 : rx_head_ + 1;
+    auto bytes = static_cast<std::size_t>(count);
+    std::uint64_t note[2];
+    if (bytes == announcement_bytes && (std::memcpy(note, b.data.get(), sizeof note), note[0] == 0)) {
+      recycle(std::move(b));  // the announcement of a large buffer: take it now, in its place in the stream
+      bytes = static_cast<std::size_t>(note[1]);
+      b = block{std::unique_ptr<std::byte[]>(new std::byte[bytes]), bytes};
+      SHOAL_MPI(MPI_Recv(b.data.get(), static_cast<int>(bytes), MPI_BYTE, status.MPI_SOURCE, large_tag, comm_,
+                         MPI_STATUS_IGNORE));
     }
-    SHOAL_MPI(MPI_Mrecv(b.data.get(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
     shoal::layer::note_arrival();
     const std::byte* begin = b.data.get();
-    rx_buffer got{std::move(b), begin, begin + count, status.MPI_SOURCE};
+    rx_buffer got{std::move(b), begin, begin + bytes, status.MPI_SOURCE};
     if (faults_) faults_->hold(got.source, std::move(got), queue());  // hold() takes a reference: source is read first
     else rxq_.push_back(std::move(got));
     return true;
@@ -530,8 +597,13 @@ class engine {
   std::vector<MPI_Request> requests_;
   std::vector<block> in_flight_;  // parallel to requests_
   std::vector<int> completed_;
-  std::vector<block> pool_;
+  std::vector<block> pool_;       // send buffers of buffer_size_ bytes
+  std::vector<block> slot_pool_;  // receive slots, when slot_bytes_ differs from buffer_size_
   std::deque<rx_buffer> rxq_;
+  std::size_t slot_bytes_ = 0;    // the largest buffer_size of any rank at the start
+  std::vector<block> rx_blocks_;  // posted receive slots, a ring of posted_receives
+  std::vector<MPI_Request> rx_requests_;
+  std::size_t rx_head_ = 0;       // the oldest posted slot
 
   int source_ = -1;
   int depth_ = 0;
