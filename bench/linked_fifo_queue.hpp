@@ -27,7 +27,7 @@
 
 #include "shoal/containers/relaxed_queue.hpp"
 #include "shoal/core/clock.hpp"
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/heap.hpp"
 #include "shoal/core/rma.hpp"
@@ -121,7 +121,7 @@ class linked_fifo_queue {
     return global_ptr<item_type>(p.rank(), p.offset() + detail::relaxed_item_offset<T>);
   }
 
-  detail::registration reg_;
+  registration reg_;
   int me_;
   int host_;
   std::size_t pool_size_;

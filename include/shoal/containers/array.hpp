@@ -32,7 +32,7 @@
 #include <string>
 
 #include "shoal/containers/detail/hosted_allocation.hpp"
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/rma.hpp"
 #include "shoal/core/team.hpp"
 
@@ -98,7 +98,7 @@ class array {
     detail::check_index_range(first, count, size_, "array");
   }
 
-  detail::registration reg_;
+  registration reg_;
   detail::hosted_allocation<T> block_;
   std::size_t size_ = 0;
 };

@@ -54,7 +54,7 @@
 #include <string>
 #include <vector>
 
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/hash.hpp"
 #include "shoal/core/heap.hpp"
@@ -222,7 +222,7 @@ class bloom_filter {
     std::memset(parts_[static_cast<std::size_t>(reg_.rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
   }
 
-  detail::registration reg_;
+  registration reg_;
   unsigned k_;
   std::uint64_t seed_;
   std::size_t blocks_ = 0;

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "shoal/containers/array.hpp"
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/heap.hpp"
 #include "shoal/core/rma.hpp"
@@ -161,7 +161,7 @@ class darray {
     }
   }
 
-  detail::registration reg_;
+  registration reg_;
   std::size_t size_ = 0;
   std::size_t block_ = 0;
   std::vector<global_ptr<T>> blocks_;

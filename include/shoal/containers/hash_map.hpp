@@ -92,7 +92,7 @@
 
 #include "shoal/containers/detail/stored.hpp"
 #include "shoal/containers/storage.hpp"
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/containers/promise.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/hash.hpp"
@@ -591,7 +591,7 @@ class hash_map {
   std::unique_ptr<detail::blob_heap> blobs_;
   mutable std::uint64_t probes_ = 0;
   // Declared last, destroyed first: the team's barrier, then this rank's part; then blobs_ frees its blobs.
-  detail::registration reg_;
+  registration reg_;
 };
 
 }  // namespace shoal

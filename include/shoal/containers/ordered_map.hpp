@@ -87,7 +87,7 @@
 #include "shoal/containers/key_box.hpp"
 #include "shoal/containers/ordered_map_operation.hpp"
 #include "shoal/containers/ordered_map_options.hpp"
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/team.hpp"
@@ -98,9 +98,9 @@ namespace detail::ordered_map {
 
 using deliver_function = std::function<void(std::span<const std::byte>)>;
 
-/// Messages name their map by its handler slot (shoal::detail::registration).
+/// Messages name their map by its handler slot (shoal::registration).
 inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) {
-  if (auto* deliver = static_cast<deliver_function*>(shoal::detail::handler_target(instance))) (*deliver)(bytes);
+  if (auto* deliver = static_cast<deliver_function*>(shoal::handler_target(instance))) (*deliver)(bytes);
 }
 
 }  // namespace detail::ordered_map
@@ -299,7 +299,7 @@ class ordered_map {
     return future<T>(std::move(state));
   }
 
-  shoal::detail::registration reg_;  // the team, the run and the handler slot
+  shoal::registration reg_;  // the team, the run and the handler slot
   ordered_map_options opts_;
   std::uint32_t id_ = 0;
   detail::ordered_map::deliver_function deliver_;

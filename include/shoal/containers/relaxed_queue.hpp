@@ -93,7 +93,7 @@
 
 #include "shoal/containers/detail/option_check.hpp"
 #include "shoal/core/clock.hpp"
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/environment.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/global_ptr.hpp"
@@ -606,7 +606,7 @@ class relaxed_queue {
     for (std::uint64_t i = rng_.below(limit); i > 0; --i) pause();
   }
 
-  detail::registration reg_;  // the team; frees the rings collectively (docs/design.md, "Lifetime")
+  registration reg_;  // the team; frees the rings collectively (docs/design.md, "Lifetime")
   relaxed_queue_options opts_;
   int me_;
   int rings_;

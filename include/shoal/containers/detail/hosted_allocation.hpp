@@ -2,7 +2,7 @@
 // (the host) and that every rank of the team knows: the storage of every hosted container (array, fast_queue,
 // circular_queue).
 //
-// Construction is collective over the container's team and goes through its registration (core/detail/registry.hpp):
+// Construction is collective over the container's team and goes through its registration (core/registration.hpp):
 // the host allocates, then broadcasts the pointer; if the host cannot allocate, every rank of the team throws
 // heap_exhausted (so no rank is left holding a handle to nothing). The registration owns the block: only the host's
 // registration frees it, when the container is destroyed (collectively) or when the container replaces the block
@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/global_ptr.hpp"
 #include "shoal/core/heap.hpp"
 

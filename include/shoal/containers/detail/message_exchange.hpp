@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/heap.hpp"
 #include "shoal/core/rma.hpp"

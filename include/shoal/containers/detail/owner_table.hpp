@@ -36,7 +36,7 @@
 #include "shoal/containers/detail/owner_table/replies.hpp"
 #include "shoal/containers/detail/owner_table/shard.hpp"
 #include "shoal/containers/dist_map_options.hpp"
-#include "shoal/core/detail/registry.hpp"
+#include "shoal/core/registration.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/team.hpp"

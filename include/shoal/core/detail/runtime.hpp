@@ -72,7 +72,7 @@ struct runtime {
   std::uint64_t progress_arrivals = 0;  // bumped by progress hooks when something arrived from another rank
   int one_sided_waits = 0;  // one-sided waits running on the calling thread (see detail::one_sided_wait)
   std::vector<std::function<void()>> finalize_hooks;  // run in reverse order before the window is freed
-  std::vector<void*> handler_targets;  // containers that receive messages, by slot (detail::registration)
+  std::vector<void*> handler_targets;  // containers that receive messages, by slot (registration)
   std::uint32_t next_team_id = 1;  // team ids this rank has not used yet (0 is world()); see team::id
 };
 

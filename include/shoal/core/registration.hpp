@@ -1,4 +1,7 @@
-// shoal/core/detail/registry.hpp — the one lifetime and allocation substrate of every container.
+// shoal/core/registration.hpp — the one lifetime and allocation substrate of every container (for container authors).
+//
+// Programs do not need this header; a container built on shoal's core (shoal's own, or a user's) holds one. It is
+// the container-side counterpart of core/layer.hpp.
 //
 // A container holds one `registration`: its team, the run (environment) it was made in, the blocks of the symmetric
 // heap this rank allocated for it, and its slot in the run's table of message-handler targets. Every allocation of a
@@ -31,10 +34,10 @@
 #include "shoal/core/heap.hpp"
 #include "shoal/core/team.hpp"
 
-namespace shoal::detail {
+namespace shoal {
 
 /// The handler target in `slot` of the running environment (a container registered there).
-inline void* handler_target(std::uint32_t slot) { return rt().handler_targets[slot]; }
+inline void* handler_target(std::uint32_t slot) { return detail::rt().handler_targets[slot]; }
 
 class registration {
  public:
@@ -51,8 +54,8 @@ class registration {
                         ": the team is empty on this rank (a rank that split itself out with a negative color "
                         "holds no team); construct containers of a team only on its ranks");
     }
-    if (!run_is_live(run_)) {
-      rt();  // "not initialized" / "finalized"
+    if (!detail::run_is_live(run_)) {
+      detail::rt();  // "not initialized" / "finalized"
       throw usage_error(name_ +
                         ": the team belongs to an environment that has ended; make teams in the running one");
     }
@@ -89,7 +92,7 @@ class registration {
 
   /// Throws usage_error unless the container belongs to the running environment.
   void check() const {
-    if (run_ != 0 && run_is_live(run_)) [[likely]] return;
+    if (run_ != 0 && detail::run_is_live(run_)) [[likely]] return;
     throw_unusable();
   }
 
@@ -120,7 +123,7 @@ class registration {
     if (raw == 0) {
       throw heap_exhausted(!why.empty() ? name_ + ": " + why
                                         : name_ + ": host rank " + std::to_string(host) +
-                                              " cannot allocate " + format_size(n * sizeof(T)) +
+                                              " cannot allocate " + detail::format_size(n * sizeof(T)) +
                                               "; raise SHOAL_HEAP_SIZE or shoal::options::heap_size");
     }
     if (team_.rank() == host) blocks_.push_back(raw);
@@ -153,7 +156,7 @@ class registration {
   /// Team-collective: puts `target` into a handler slot agreed by every rank of the team; messages name the
   /// container by slot() and find it again with handler_target(slot()). Freed by release().
   void register_target(void* target) {
-    auto& table = rt().handler_targets;
+    auto& table = detail::rt().handler_targets;
     std::uint32_t candidate = 0;
     for (;;) {
       std::uint32_t free = candidate;
@@ -172,7 +175,7 @@ class registration {
   /// Collective over the team (see the header comment): barrier, then frees this rank's blocks and slot. No-op when
   /// moved from or after the run has ended. Errors are swallowed: a destructor must not throw.
   void release() noexcept {
-    if (run_ != 0 && run_is_live(run_)) {
+    if (run_ != 0 && detail::run_is_live(run_)) {
       try {
         team_.barrier();
       } catch (...) {
@@ -183,7 +186,7 @@ class registration {
         } catch (...) {
         }
       }
-      if (slot_ != no_slot) g_runtime->handler_targets[slot_] = nullptr;
+      if (slot_ != no_slot) detail::g_runtime->handler_targets[slot_] = nullptr;
     }
     blocks_.clear();
     slot_ = no_slot;
@@ -204,9 +207,9 @@ class registration {
       throw usage_error(name_ +
                         ": this handle was moved from (or never constructed); use the object it was moved to");
     }
-    if (g_runtime == nullptr) rt();  // "not initialized" / "finalized"
+    if (detail::g_runtime == nullptr) detail::rt();  // "not initialized" / "finalized"
     throw usage_error(name_ + ": made in environment run " + std::to_string(run_) +
-                      ", used in run " + std::to_string(g_runtime->run) +
+                      ", used in run " + std::to_string(detail::g_runtime->run) +
                       "; a container belongs to the environment it was made in (its memory went with it)");
   }
 
@@ -217,4 +220,4 @@ class registration {
   std::uint32_t slot_ = no_slot;
 };
 
-}  // namespace shoal::detail
+}  // namespace shoal
