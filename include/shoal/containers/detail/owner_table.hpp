@@ -14,7 +14,8 @@
 //
 // Its parts, one job each (owner_table/): placement.hpp (which rank owns a key; the layout), shard.hpp (the owner's
 // local table and its entry count), replies.hpp (receivers that turn replies into futures), batches.hpp (cutting a
-// batch by owner and merging the replies), completion.hpp (the bookkeeping of wait and fences). The public
+// batch by owner and merging the replies), deferred.hpp (keyed futures that travel to an owner as one batch),
+// completion.hpp (the bookkeeping of wait and fences). The public
 // operations both containers share are in owner_container.hpp.
 #pragma once
 
@@ -32,6 +33,7 @@
 #include "shoal/am.hpp"
 #include "shoal/containers/detail/owner_table/batches.hpp"
 #include "shoal/containers/detail/owner_table/completion.hpp"
+#include "shoal/containers/detail/owner_table/deferred.hpp"
 #include "shoal/containers/detail/owner_table/placement.hpp"
 #include "shoal/containers/detail/owner_table/replies.hpp"
 #include "shoal/containers/detail/owner_table/shard.hpp"
@@ -52,7 +54,7 @@ class owner_table {
   owner_table(const dist_map_options& opts, std::string name, const shoal::team& team)
       : reg_(team, name), name_(std::move(name)), me_(team.rank()),
         placement_(opts, team.rank(), team.size(), name_), shard_(opts.capacity_per_rank),
-        ledger_(team.size(), opts.blocking_factor) {
+        ledger_(team.size(), opts.blocking_factor), open_(static_cast<std::size_t>(team.size())) {
     reg_.register_target(this);
     id_ = reg_.slot();
     team.barrier();  // every rank registered before anyone sends
@@ -71,6 +73,10 @@ class owner_table {
       } catch (const std::exception&) {
         // Destruction must not throw; the errors of fire-and-forget operations are reported by an explicit flush().
       }
+    }
+    for (auto& b : open_) {  // only after the environment ended: these can no longer be sent
+      if (b) b->abandon(std::make_exception_ptr(usage_error(name_ + ": destroyed after the environment ended, "
+                                                                    "with futures whose requests were never sent")));
     }
     reg_.release();
   }
@@ -116,12 +122,46 @@ class owner_table {
       }
       if (result) state->arrive(std::move(*result), 0);
     } else {
+      launch(owner);
       const std::uint32_t slot = add_pending(state, 0);
       ledger_.touch(owner);
       shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
     }
     using base = future_state<future_value_t<R>>;
     return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
+  }
+
+  /// Runs Single (an operation on one key, no other argument) at `owner`, its result in the returned future: a
+  /// remote owner's request joins the open batch to that owner (deferred.hpp), inline when the owner is this rank.
+  template <class Single, class R, class Convert>
+  future<R> call_deferred(int owner, K key) {
+    if (owner == me_) return call<Single, R, Convert>(owner, std::move(key));
+    before_issue();
+    using batch = deferred_batch<owner_table, Single, K, R, Convert>;
+    std::shared_ptr<deferred_base>& open = open_[static_cast<std::size_t>(owner)];
+    if (open && open->kind != &batch::tag) launch(owner);  // another operation's batch leaves first (issue order)
+    if (!open) {
+      open = std::make_shared<batch>(this, owner);
+      ++open_count_;
+    }
+    auto& b = static_cast<batch&>(*open);
+    future<R> f = b.add(std::move(key), open);
+    if (b.size() >= deferred_batch_keys) launch(owner);
+    return f;
+  }
+
+  /// Sends every open batch of keyed futures (deferred.hpp).
+  void launch_all() {
+    if (open_count_ == 0) return;
+    for (std::size_t o = 0; o < open_.size(); ++o) launch(static_cast<int>(o));
+  }
+
+  /// Sends a batch of keyed futures (called by the batch's launch).
+  template <class Single, class Receiver>
+  void send_deferred(int owner, std::shared_ptr<Receiver> target, std::vector<K> keys) {
+    const std::uint32_t slot = add_pending(std::move(target), 0);
+    ledger_.touch(owner);
+    shoal::post(to_world(owner), &on_call<per_key_batch_op<Single>, std::vector<K>>, id_, slot, std::move(keys));
   }
 
   /// Runs Op at `owner` without a result (completed and reported by wait / flush).
@@ -135,6 +175,7 @@ class owner_table {
         ledger_.failed_here(failure_text(e));
       }
     } else {
+      launch(owner);
       ledger_.touch(owner);
       shoal::post(to_world(owner), &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
     }
@@ -177,6 +218,7 @@ class owner_table {
         }
         if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
       } else {
+        launch(owner);
         const std::uint32_t slot = add_pending(state, static_cast<std::uint32_t>(part));
         ledger_.touch(owner);
         std::apply(
@@ -194,6 +236,7 @@ class owner_table {
   /// Completes every operation this rank issued (HASH_Wait). Not collective. Throws container_full if
   /// fire-and-forget inserts did not fit, remote_error if a fire-and-forget operation failed at its owner.
   void wait() {
+    launch_all();
     ledger_.send_fences([&](int o) { shoal::post(to_world(o), &on_fence, id_); });
     while (ledger_.fences_out()) shoal::progress();
     ledger_.report(name_, shard_.capacity());
@@ -257,6 +300,16 @@ class owner_table {
   int to_world(int r) const { return reg_.team().to_world(r); }
   /// Inside a handler: the team rank of the rank that sent the message.
   int origin() const { return reg_.team().from_world(am::current_source()); }
+
+  /// Sends the open batch of keyed futures to `owner`, if any.
+  void launch(int owner) {
+    std::shared_ptr<deferred_base>& open = open_[static_cast<std::size_t>(owner)];
+    if (!open) return;
+    --open_count_;
+    std::shared_ptr<deferred_base> b = std::move(open);
+    deferred_base* raw = b.get();
+    raw->launch(std::move(b));
+  }
 
   void before_issue() {
     if (ledger_.must_wait()) wait();
@@ -344,6 +397,8 @@ class owner_table {
   int clients_closed_ = 0;
   std::vector<pending> pending_;
   std::vector<std::uint32_t> free_slots_;
+  std::vector<std::shared_ptr<deferred_base>> open_;  // per team rank: the open batch of keyed futures (deferred.hpp)
+  std::size_t open_count_ = 0;
 };
 
 }  // namespace shoal::detail
