@@ -127,7 +127,7 @@ class owner_table {
       ledger_.touch(owner);
       shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
     }
-    using base = future_state<future_value_t<R>>;
+    using base = layer::future_state<R>;
     return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
   }
 
@@ -228,7 +228,8 @@ class owner_table {
             args);
       }
     }
-    return future<R>(std::shared_ptr<future_state<R>>(state, static_cast<future_state<R>*>(state.get())));
+    using base = layer::future_state<R>;
+    return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
   }
 
   // ---- completion (CSE_Hash) -----------------------------------------------------------------------------------

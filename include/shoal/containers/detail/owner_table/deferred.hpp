@@ -26,6 +26,7 @@
 #include "shoal/containers/detail/owner_table/replies.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
+#include "shoal/core/layer.hpp"
 
 namespace shoal::detail {
 
@@ -46,10 +47,8 @@ struct deferred_base {
 /// keys. Table: the owner_table (launch_all, send_deferred); Convert: Single::wire -> R, as for a single call.
 template <class Table, class Single, class K, class R, class Convert>
 class deferred_batch final : public receiver<std::vector<typename Single::wire>>, public deferred_base {
-  using value = future_value_t<R>;
-
   /// One future's state: testing it sends every open batch of the table.
-  struct element final : future_state<value> {
+  struct element final : layer::future_state<R> {
     deferred_batch* batch = nullptr;
     bool test() override {
       if (!this->done) batch->table_->launch_all();
@@ -67,7 +66,7 @@ class deferred_batch final : public receiver<std::vector<typename Single::wire>>
     keys_.push_back(std::move(key));
     element& e = elements_.emplace_back();
     e.batch = this;
-    return future<R>(std::shared_ptr<future_state<value>>(self, &e));
+    return future<R>(std::shared_ptr<layer::future_state<R>>(self, &e));
   }
   std::size_t size() const { return keys_.size(); }
 

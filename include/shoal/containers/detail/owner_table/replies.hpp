@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "shoal/containers/dist_map_results.hpp"
-#include "shoal/core/future.hpp"
+#include "shoal/core/layer.hpp"
 
 namespace shoal::detail {
 
@@ -40,7 +40,7 @@ struct receiver : receiver_base {
 
 /// One reply completes one future; Convert turns the wire result into the future's value (or throws).
 template <class Wire, class R, class Convert>
-struct single_receiver final : receiver<Wire>, future_state<future_value_t<R>> {
+struct single_receiver final : receiver<Wire>, layer::future_state<R> {
   void arrive(Wire&& w, std::uint32_t) override {
     try {
       this->set_value(Convert{}(std::move(w)));
@@ -53,7 +53,7 @@ struct single_receiver final : receiver<Wire>, future_state<future_value_t<R>> {
 
 /// One reply per owner of a batch; Merge(result, wire, positions of that owner's part) combines them.
 template <class Wire, class R, class Merge>
-struct batch_receiver final : receiver<Wire>, future_state<R> {
+struct batch_receiver final : receiver<Wire>, layer::future_state<R> {
   R result;
   std::vector<std::vector<std::size_t>> positions;  // per part
   std::size_t remaining = 0;
