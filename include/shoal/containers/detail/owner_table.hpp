@@ -113,6 +113,7 @@ class owner_table {
     using wire = typename Op::wire;
     before_issue();
     auto state = std::make_shared<single_receiver<wire, R, Convert>>();
+    launch(owner);  // an open batch of keyed futures to that owner goes first (issue order)
     if (owner == me_) {
       std::optional<wire> result;
       try {
@@ -122,7 +123,6 @@ class owner_table {
       }
       if (result) state->arrive(std::move(*result), 0);
     } else {
-      launch(owner);
       const std::uint32_t slot = add_pending(state, 0);
       ledger_.touch(owner);
       shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
@@ -131,11 +131,10 @@ class owner_table {
     return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
   }
 
-  /// Runs Single (an operation on one key, no other argument) at `owner`, its result in the returned future: a
-  /// remote owner's request joins the open batch to that owner (deferred.hpp), inline when the owner is this rank.
+  /// Runs Single (an operation on one key, no other argument) at `owner`, its result in the returned future: the
+  /// request joins the open batch to that owner (deferred.hpp; this rank's own batch runs in place when it leaves).
   template <class Single, class R, class Convert>
   future<R> call_deferred(int owner, K key) {
-    if (owner == me_) return call<Single, R, Convert>(owner, std::move(key));
     before_issue();
     using batch = deferred_batch<owner_table, Single, K, R, Convert>;
     std::shared_ptr<deferred_base>& open = open_[static_cast<std::size_t>(owner)];
@@ -159,15 +158,27 @@ class owner_table {
   /// Sends a batch of keyed futures (called by the batch's launch).
   template <class Single, class Receiver>
   void send_deferred(int owner, std::shared_ptr<Receiver> target, std::vector<K> keys) {
+    using batch_op = per_key_batch_op<Single>;
+    if (owner == me_) {
+      std::optional<typename batch_op::wire> result;
+      try {
+        result.emplace(batch_op::apply(*this, me_, std::move(keys)));
+      } catch (const std::exception& e) {
+        target->fail(std::make_exception_ptr(remote_error(failure_text(e))));
+      }
+      if (result) target->arrive(std::move(*result), 0);
+      return;
+    }
     const std::uint32_t slot = add_pending(std::move(target), 0);
     ledger_.touch(owner);
-    shoal::post(to_world(owner), &on_call<per_key_batch_op<Single>, std::vector<K>>, id_, slot, std::move(keys));
+    shoal::post(to_world(owner), &on_call<batch_op, std::vector<K>>, id_, slot, std::move(keys));
   }
 
   /// Runs Op at `owner` without a result (completed and reported by wait / flush).
   template <class Op, class... Args>
   void post(int owner, Args&&... args) {
     before_issue();
+    launch(owner);
     if (owner == me_) {
       try {
         ledger_.rejected_here(rejected_in(Op::apply(*this, me_, std::forward<Args>(args)...)));
@@ -175,7 +186,6 @@ class owner_table {
         ledger_.failed_here(failure_text(e));
       }
     } else {
-      launch(owner);
       ledger_.touch(owner);
       shoal::post(to_world(owner), &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
     }
@@ -209,6 +219,7 @@ class owner_table {
       const int owner = targets[part];
       auto args = make_args(state->positions[part]);
       before_issue();
+      launch(owner);
       if (owner == me_) {
         std::optional<wire> result;
         try {
@@ -218,7 +229,6 @@ class owner_table {
         }
         if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
       } else {
-        launch(owner);
         const std::uint32_t slot = add_pending(state, static_cast<std::uint32_t>(part));
         ledger_.touch(owner);
         std::apply(

@@ -2,17 +2,19 @@
 // together.
 //
 // A keyed operation with a future (dist_map's async_find / async_contains / async_erase, dist_multimap's async_find /
-// async_count / async_erase) to a remote owner does not send a message of its own: its key joins the origin's open
-// batch for that owner (at most one per owner), and its future is one element of that batch. The batch leaves as ONE
-// message (a per_key_batch_op) when
+// async_count / async_erase, and their blocking forms) does not send a message of its own: its key joins the
+// origin's open batch for its owner (at most one per owner), and its future is one element of that batch. The batch
+// leaves as ONE message (a per_key_batch_op; to this rank itself: applied in place, no message) when
 //   - it holds deferred_batch_keys keys;
 //   - any other operation of the container is issued to that owner (so the owner still applies one origin's
 //     operations in issue order);
 //   - a future of one of the container's open batches is tested or waited on (every open batch leaves then);
 //   - wait(), flush(), close() or the destructor runs.
 // The owner's one reply completes every future of the batch in one handler: a when_all over n futures costs one
-// allocation, one message each way and one wake-up per owner and batch, not per future. Consequence: a failure at
-// the owner (the operation threw) fails every future of that batch with the same remote_error.
+// allocation, one message each way and one wake-up per owner and batch, not per future. Consequences: a failure at
+// the owner (the operation threw) fails every future of that batch with the same remote_error; and an async_erase
+// to this rank's own shard is applied when its batch leaves (so local_size() sees it after a test of one of the
+// futures, or after wait()), not at the call.
 #pragma once
 
 #include <cstddef>
