@@ -469,14 +469,15 @@ TEST(dist_map, post_forms_complete_at_wait) {
 }
 
 
-// Keyed futures travel to each owner in batches (owner_table/deferred.hpp): many outstanding futures of mixed
-// operations, interleaved with other operations to the same owners, still see the issue order per owner; a batch
-// larger than deferred_batch_keys splits; waiting on the last future completes the earlier ones; the multimap too.
+// Futures of single operations live in chunks (owner_table/replies.hpp): many outstanding futures of mixed
+// operations, interleaved with other operations to the same owners, see the issue order per owner; more futures than
+// a chunk holds, of several types alternating; waiting on the last future completes the earlier ones; the multimap
+// too.
 TEST(dist_map, keyed_futures_keep_issue_order_per_owner) {
   const int me = shoal::rank();
   const int np = shoal::size();
   shoal::dist_map<u64, u64> m;
-  const u64 n = 3 * shoal::detail::deferred_batch_keys + 7;
+  const u64 n = 3 * shoal::detail::future_chunk_size + 7;
   for (u64 k = 0; k < n; ++k) m.post_insert(key_of(me, k), k);
   std::vector<shoal::future<std::optional<u64>>> before;      // issued before the inserts below: see k
   std::vector<shoal::future<bool>> present;

@@ -124,18 +124,18 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
 
   std::optional<V> find(const K& key) { return async_find(key).get(); }
   future<std::optional<V>> async_find(K key) {
-    return this->template call_deferred<find_op, std::optional<V>, detail::identity>(std::move(key));
+    return this->template call<find_op, std::optional<V>, detail::identity>(std::move(key));
   }
 
   bool contains(const K& key) { return async_contains(key).get(); }
   future<bool> async_contains(K key) {
-    return this->template call_deferred<contains_op, bool, detail::identity>(std::move(key));
+    return this->template call<contains_op, bool, detail::identity>(std::move(key));
   }
 
   /// Removes the key; returns the removed value (nullopt: absent).
   std::optional<V> erase(const K& key) { return async_erase(key).get(); }
   future<std::optional<V>> async_erase(K key) {
-    return this->template call_deferred<erase_op, std::optional<V>, detail::identity>(std::move(key));
+    return this->template call<erase_op, std::optional<V>, detail::identity>(std::move(key));
   }
   void post_erase(K key) { this->template post<erase_op>(std::move(key)); }
 

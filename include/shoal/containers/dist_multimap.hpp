@@ -108,19 +108,19 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
 
   std::vector<V> find(const K& key) { return async_find(key).get(); }
   future<std::vector<V>> async_find(K key) {
-    return this->template call_deferred<find_op, values, detail::identity>(std::move(key));
+    return this->template call<find_op, values, detail::identity>(std::move(key));
   }
 
   std::size_t count(const K& key) { return async_count(key).get(); }
   future<std::size_t> async_count(K key) {
-    return this->template call_deferred<count_op, std::size_t, detail::identity>(std::move(key));
+    return this->template call<count_op, std::size_t, detail::identity>(std::move(key));
   }
   bool contains(const K& key) { return count(key) != 0; }
 
   /// Removes the key; returns its values (empty: absent).
   std::vector<V> erase(const K& key) { return async_erase(key).get(); }
   future<std::vector<V>> async_erase(K key) {
-    return this->template call_deferred<erase_op, values, detail::identity>(std::move(key));
+    return this->template call<erase_op, values, detail::identity>(std::move(key));
   }
   void post_erase(K key) { this->template post<erase_op>(std::move(key)); }
 

@@ -116,13 +116,6 @@ class owner_container {
     const int owner = t_.owner_of(key);
     return t_.template call<Op, R, Convert>(owner, std::move(key), std::forward<Args>(args)...);
   }
-  /// A single-key operation whose future travels in the open batch to its owner (owner_table/deferred.hpp).
-  template <class Op, class R, class Convert>
-  future<R> call_deferred(K key) {
-    t_.check();
-    const int owner = t_.owner_of(key);
-    return t_.template call_deferred<Op, R, Convert>(owner, std::move(key));
-  }
   template <class Op, class... Args>
   void post(K key, Args&&... args) {
     t_.check();

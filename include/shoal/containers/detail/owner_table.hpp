@@ -14,8 +14,7 @@
 //
 // Its parts, one job each (owner_table/): placement.hpp (which rank owns a key; the layout), shard.hpp (the owner's
 // local table and its entry count), replies.hpp (receivers that turn replies into futures), batches.hpp (cutting a
-// batch by owner and merging the replies), deferred.hpp (keyed futures that travel to an owner as one batch),
-// completion.hpp (the bookkeeping of wait and fences). The public
+// batch by owner and merging the replies), completion.hpp (the bookkeeping of wait and fences). The public
 // operations both containers share are in owner_container.hpp.
 #pragma once
 
@@ -33,7 +32,6 @@
 #include "shoal/am.hpp"
 #include "shoal/containers/detail/owner_table/batches.hpp"
 #include "shoal/containers/detail/owner_table/completion.hpp"
-#include "shoal/containers/detail/owner_table/deferred.hpp"
 #include "shoal/containers/detail/owner_table/placement.hpp"
 #include "shoal/containers/detail/owner_table/replies.hpp"
 #include "shoal/containers/detail/owner_table/shard.hpp"
@@ -54,7 +52,7 @@ class owner_table {
   owner_table(const dist_map_options& opts, std::string name, const shoal::team& team)
       : reg_(team, name), name_(std::move(name)), me_(team.rank()),
         placement_(opts, team.rank(), team.size(), name_), shard_(opts.capacity_per_rank),
-        ledger_(team.size(), opts.blocking_factor), open_(static_cast<std::size_t>(team.size())) {
+        ledger_(team.size(), opts.blocking_factor) {
     reg_.register_target(this);
     id_ = reg_.slot();
     team.barrier();  // every rank registered before anyone sends
@@ -73,10 +71,6 @@ class owner_table {
       } catch (const std::exception&) {
         // Destruction must not throw; the errors of fire-and-forget operations are reported by an explicit flush().
       }
-    }
-    for (auto& b : open_) {  // only after the environment ended: these can no longer be sent
-      if (b) b->abandon(std::make_exception_ptr(usage_error(name_ + ": destroyed after the environment ended, "
-                                                                    "with futures whose requests were never sent")));
     }
     reg_.release();
   }
@@ -111,74 +105,33 @@ class owner_table {
   template <class Op, class R, class Convert, class... Args>
   future<R> call(int owner, Args&&... args) {
     using wire = typename Op::wire;
+    using chunk = future_chunk<wire, R, Convert>;
     before_issue();
-    auto state = std::make_shared<single_receiver<wire, R, Convert>>();
-    launch(owner);  // an open batch of keyed futures to that owner goes first (issue order)
+    std::shared_ptr<receiver_base>& open = open_chunk(&chunk::tag);
+    if (!open || static_cast<chunk&>(*open).full()) open = std::make_shared<chunk>();
+    auto& c = static_cast<chunk&>(*open);
+    const std::uint32_t index = c.next();
+    future<R> f = c.future_of(index, open);
     if (owner == me_) {
       std::optional<wire> result;
       try {
         result.emplace(Op::apply(*this, me_, std::forward<Args>(args)...));
       } catch (const std::exception& e) {
-        state->fail(std::make_exception_ptr(remote_error(failure_text(e))));
+        c.fail(std::make_exception_ptr(remote_error(failure_text(e))), index);
       }
-      if (result) state->arrive(std::move(*result), 0);
+      if (result) c.arrive(std::move(*result), index);
     } else {
-      const std::uint32_t slot = add_pending(state, 0);
+      const std::uint32_t slot = add_pending(open, index);
       ledger_.touch(owner);
       shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
     }
-    using base = layer::future_state<R>;
-    return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
-  }
-
-  /// Runs Single (an operation on one key, no other argument) at `owner`, its result in the returned future: the
-  /// request joins the open batch to that owner (deferred.hpp; this rank's own batch runs in place when it leaves).
-  template <class Single, class R, class Convert>
-  future<R> call_deferred(int owner, K key) {
-    before_issue();
-    using batch = deferred_batch<owner_table, Single, K, R, Convert>;
-    std::shared_ptr<deferred_base>& open = open_[static_cast<std::size_t>(owner)];
-    if (open && open->kind != &batch::tag) launch(owner);  // another operation's batch leaves first (issue order)
-    if (!open) {
-      open = std::make_shared<batch>(this, owner);
-      ++open_count_;
-    }
-    auto& b = static_cast<batch&>(*open);
-    future<R> f = b.add(std::move(key), open);
-    if (b.size() >= deferred_batch_keys) launch(owner);
     return f;
-  }
-
-  /// Sends every open batch of keyed futures (deferred.hpp).
-  void launch_all() {
-    if (open_count_ == 0) return;
-    for (std::size_t o = 0; o < open_.size(); ++o) launch(static_cast<int>(o));
-  }
-
-  /// Sends a batch of keyed futures (called by the batch's launch).
-  template <class Single, class Receiver>
-  void send_deferred(int owner, std::shared_ptr<Receiver> target, std::vector<K> keys) {
-    using batch_op = per_key_batch_op<Single>;
-    if (owner == me_) {
-      std::optional<typename batch_op::wire> result;
-      try {
-        result.emplace(batch_op::apply(*this, me_, std::move(keys)));
-      } catch (const std::exception& e) {
-        target->fail(std::make_exception_ptr(remote_error(failure_text(e))));
-      }
-      if (result) target->arrive(std::move(*result), 0);
-      return;
-    }
-    const std::uint32_t slot = add_pending(std::move(target), 0);
-    ledger_.touch(owner);
-    shoal::post(to_world(owner), &on_call<batch_op, std::vector<K>>, id_, slot, std::move(keys));
   }
 
   /// Runs Op at `owner` without a result (completed and reported by wait / flush).
   template <class Op, class... Args>
   void post(int owner, Args&&... args) {
     before_issue();
-    launch(owner);
     if (owner == me_) {
       try {
         ledger_.rejected_here(rejected_in(Op::apply(*this, me_, std::forward<Args>(args)...)));
@@ -219,13 +172,12 @@ class owner_table {
       const int owner = targets[part];
       auto args = make_args(state->positions[part]);
       before_issue();
-      launch(owner);
       if (owner == me_) {
         std::optional<wire> result;
         try {
           result.emplace(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args));
         } catch (const std::exception& e) {
-          state->fail(std::make_exception_ptr(remote_error(failure_text(e))));
+          state->fail(std::make_exception_ptr(remote_error(failure_text(e))), static_cast<std::uint32_t>(part));
         }
         if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
       } else {
@@ -247,7 +199,6 @@ class owner_table {
   /// Completes every operation this rank issued (HASH_Wait). Not collective. Throws container_full if
   /// fire-and-forget inserts did not fit, remote_error if a fire-and-forget operation failed at its owner.
   void wait() {
-    launch_all();
     ledger_.send_fences([&](int o) { shoal::post(to_world(o), &on_fence, id_); });
     while (ledger_.fences_out()) shoal::progress();
     ledger_.report(name_, shard_.capacity());
@@ -312,14 +263,12 @@ class owner_table {
   /// Inside a handler: the team rank of the rank that sent the message.
   int origin() const { return reg_.team().from_world(am::current_source()); }
 
-  /// Sends the open batch of keyed futures to `owner`, if any.
-  void launch(int owner) {
-    std::shared_ptr<deferred_base>& open = open_[static_cast<std::size_t>(owner)];
-    if (!open) return;
-    --open_count_;
-    std::shared_ptr<deferred_base> b = std::move(open);
-    deferred_base* raw = b.get();
-    raw->launch(std::move(b));
+  /// The chunk of futures being filled for operations whose chunk type has `tag` (future_chunk::tag).
+  std::shared_ptr<receiver_base>& open_chunk(const void* tag) {
+    for (auto& [t, c] : open_chunks_) {
+      if (t == tag) return c;
+    }
+    return open_chunks_.emplace_back(tag, nullptr).second;
   }
 
   void before_issue() {
@@ -371,7 +320,7 @@ class owner_table {
 
   static void on_reply_error(std::uint32_t id, std::uint32_t slot, std::string what) {
     pending p = lookup(id).take_pending(slot);
-    p.target->fail(std::make_exception_ptr(remote_error(what)));
+    p.target->fail(std::make_exception_ptr(remote_error(what)), p.part);
   }
 
   template <class Op, class... Args>
@@ -408,8 +357,8 @@ class owner_table {
   int clients_closed_ = 0;
   std::vector<pending> pending_;
   std::vector<std::uint32_t> free_slots_;
-  std::vector<std::shared_ptr<deferred_base>> open_;  // per team rank: the open batch of keyed futures (deferred.hpp)
-  std::size_t open_count_ = 0;
+  // Per operation type (future_chunk::tag): the chunk of futures being filled (replies.hpp).
+  std::vector<std::pair<const void*, std::shared_ptr<receiver_base>>> open_chunks_;
 };
 
 }  // namespace shoal::detail
