@@ -1,6 +1,7 @@
 // shoal/core/layer.hpp — what the core offers a communication layer built on it (for layer authors).
 //
-// Programs and containers do not need this header. A layer (shoal's active-message layer, include/shoal/am/, is
+// Programs do not need this header (containers only for layer::future_state, when they complete futures themselves,
+// as dist_map does from its owners' replies). A layer (shoal's active-message layer, include/shoal/am/, is
 // one) keeps per-run state of its own — a communicator, buffers, counters — that must start with every environment,
 // make progress whenever shoal waits, and end before the environment does. These are the core's hooks for that, and
 // the pieces of the core's waiting and settings that such a layer reuses so it behaves like the rest of shoal.
