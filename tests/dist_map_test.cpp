@@ -468,4 +468,51 @@ TEST(dist_map, post_forms_complete_at_wait) {
   mm.flush();
 }
 
+
+// Futures of single operations live in chunks (owner_table/replies.hpp): many outstanding futures of mixed
+// operations, interleaved with other operations to the same owners, see the issue order per owner; more futures than
+// a chunk holds, of several types alternating; waiting on the last future completes the earlier ones; the multimap
+// too.
+TEST(dist_map, keyed_futures_keep_issue_order_per_owner) {
+  const int me = shoal::rank();
+  const int np = shoal::size();
+  shoal::dist_map<u64, u64> m;
+  const u64 n = 3 * shoal::detail::future_chunk_size + 7;
+  for (u64 k = 0; k < n; ++k) m.post_insert(key_of(me, k), k);
+  std::vector<shoal::future<std::optional<u64>>> before;      // issued before the inserts below: see k
+  std::vector<shoal::future<bool>> present;
+  std::vector<shoal::future<std::optional<u64>>> erased;
+  for (u64 k = 0; k < n; ++k) {
+    before.push_back(m.async_find(key_of(me, k)));
+    if (k % 3 == 0) m.post_insert_or_assign(key_of(me, k), k + 1000);  // another operation to the same owner
+    present.push_back(m.async_contains(key_of(me, n + k)));         // absent keys
+    if (k % 5 == 0) erased.push_back(m.async_erase(key_of(me, k)));  // after the assign: sees k + 1000 for k % 3 == 0
+  }
+  const std::optional<u64> last = before.back().get();  // completes every batch before it
+  EXPECT_EQ(last, std::optional<u64>(n - 1));
+  for (u64 k = 0; k + 1 < n; ++k) EXPECT_EQ(before[k].get(), std::optional<u64>(k)) << "key " << k;
+  for (auto& f : present) EXPECT_FALSE(f.get());
+  for (u64 i = 0; i < erased.size(); ++i) {
+    const u64 k = 5 * i;
+    EXPECT_EQ(erased[i].get(), std::optional<u64>(k % 3 == 0 ? k + 1000 : k)) << "key " << k;
+  }
+  m.wait();
+  EXPECT_EQ(m.size(), static_cast<std::size_t>(n - erased.size()) * static_cast<std::size_t>(np));
+
+  shoal::dist_multimap<u64, u64> mm;
+  for (u64 k = 0; k < 50; ++k) mm.post_insert(key_of(me, k), k);
+  std::vector<shoal::future<std::vector<u64>>> values;
+  std::vector<shoal::future<std::size_t>> counts;
+  for (u64 k = 0; k < 50; ++k) {
+    values.push_back(mm.async_find(key_of(me, k)));
+    mm.post_insert(key_of(me, k), k + 1);
+    counts.push_back(mm.async_count(key_of(me, k)));
+  }
+  for (u64 k = 0; k < 50; ++k) {
+    EXPECT_EQ(values[k].get(), (std::vector<u64>{k})) << "key " << k;
+    EXPECT_EQ(counts[k].get(), 2u) << "key " << k;
+  }
+  mm.flush();
+}
+
 }  // namespace

@@ -37,7 +37,8 @@
 //   for_all(fn), reduce(identity, map, op)
 //                                        collective  flush first, then every rank's shard
 // Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
-//   single operation, owner remote       M = 2 (request, reply); post_<op>: M = 1
+//   single operation, owner remote       M = 2 (request, reply); post_<op>: M = 1. Futures: one allocation per 64
+//                                        of one operation type (their states live in chunks)
 //   single operation, owner is this rank  M = 0 (runs inline)
 //   batch of n keys over d owners         M = 2d
 //   wait()                                M = 2 per owner addressed since the last wait

@@ -1,6 +1,7 @@
 // shoal/core/layer.hpp — what the core offers a communication layer built on it (for layer authors).
 //
-// Programs and containers do not need this header. A layer (shoal's active-message layer, include/shoal/am/, is
+// Programs do not need this header (containers only for layer::future_state, when they complete futures themselves,
+// as dist_map does from its owners' replies). A layer (shoal's active-message layer, include/shoal/am/, is
 // one) keeps per-run state of its own — a communicator, buffers, counters — that must start with every environment,
 // make progress whenever shoal waits, and end before the environment does. These are the core's hooks for that, and
 // the pieces of the core's waiting and settings that such a layer reuses so it behaves like the rest of shoal.
@@ -25,6 +26,11 @@
 //   layer::wait(request)           waits for an MPI request the way every shoal wait does (progress, yield, sleep)
 //   layer::backoff                 that wait's back-off alone, for a loop that polls by its own means and must not
 //                                  run shoal::progress() (the active-message layer's wait for a free send slot)
+//   layer::future_state<T>         the shared state behind a shoal::future<T> that a layer completes itself (an rpc
+//                                  reply, a batch reply): derive from it, hand it out as
+//                                  future<T>(std::shared_ptr<layer::future_state<T>>), and complete it from a handler
+//                                  with set_value(v) (void: set_value({})) or set_error(exception_ptr); test() may
+//                                  be overridden to poll, or to start what the future waits for
 //   layer::fault_mode()            tests only: the fault mode's settings (SHOAL_FAULTS; nullopt when off), and
 //   layer::fault_scheduler<Item>   the one mechanism that delays and reorders a channel's arrivals under it (held
 //                                  per sender, released in a seeded order across senders, in order per sender),
@@ -44,9 +50,15 @@
 #include "shoal/core/detail/faults.hpp"
 #include "shoal/core/detail/runtime.hpp"
 #include "shoal/core/detail/size_parse.hpp"
+#include "shoal/core/future.hpp"
 #include "shoal/core/progress.hpp"
 
 namespace shoal::layer {
+
+/// The state of a shoal::future<T> (void allowed) completed by a layer: see the header comment. Fields: `done`,
+/// `value` (std::optional of T, or of an empty struct for void), `error`.
+template <class T>
+using future_state = shoal::detail::future_state<shoal::detail::future_value_t<T>>;
 
 /// Registers `start` to run at the start of every environment (call during static initialisation, e.g.
 /// `inline const bool registered = (shoal::layer::on_every_start(&start), true);` in the layer's header).

@@ -19,7 +19,7 @@
 
 #include "shoal/am/detail/engine.hpp"
 #include "shoal/core/error.hpp"
-#include "shoal/core/future.hpp"
+#include "shoal/core/layer.hpp"
 #include "shoal/core/serialize.hpp"
 
 namespace shoal::am {
@@ -326,9 +326,10 @@ void run_post(rx_buffer& b) {
   }
 }
 
-/// The shared state of an rpc's future; counts itself so finalize can report results never taken.
-template <class V>
-struct rpc_state final : shoal::detail::future_state<V> {
+/// The shared state of an rpc's future (R: the handler's result, void allowed); counts itself so finalize can report
+/// results never taken.
+template <class R>
+struct rpc_state final : shoal::layer::future_state<R> {
   rpc_state() : run(g_engine->run()) { ++g_engine->live_rpcs(); }
   ~rpc_state() override {
     if (g_engine != nullptr && g_engine->run() == run) --g_engine->live_rpcs();  // not a later environment's
@@ -339,19 +340,19 @@ struct rpc_state final : shoal::detail::future_state<V> {
 enum class reply_status : std::uint8_t { value = 0, failure = 1 };
 
 /// Receives the reply of an rpc and completes its future.
-template <class V>
+template <class R>
 void run_reply(rx_buffer& b) {
   byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
   const auto slot = in.read<std::uint32_t>();
   const auto status = in.read<reply_status>();
   engine& e = *g_engine;
-  auto state = std::static_pointer_cast<rpc_state<V>>(e.take_pending(slot));
+  auto state = std::static_pointer_cast<rpc_state<R>>(e.take_pending(slot));
   if (status == reply_status::value) {
-    if constexpr (std::is_same_v<V, shoal::detail::empty_value>) {
+    if constexpr (std::is_void_v<R>) {
       b.pos = in.position();
       state->set_value({});
     } else {
-      V v = in.read<V>();
+      R v = in.read<R>();
       b.pos = in.position();
       state->set_value(std::move(v));
     }
@@ -369,7 +370,6 @@ void run_reply(rx_buffer& b) {
 /// Runs an rpc message and sends its reply (the result, or the failure).
 template <class F, class Params, class Wire, class R>
 void run_rpc(rx_buffer& b) {
-  using V = shoal::detail::future_value_t<std::decay_t<R>>;
   byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
   const F fn = handler_of<F>(b);
   const auto slot = in.read<std::uint32_t>();
@@ -377,7 +377,7 @@ void run_rpc(rx_buffer& b) {
   b.pos = in.position();
   engine& e = *g_engine;
   const int source = b.source;
-  const std::uint64_t reply_key = group_key(word_of(&run_reply<V>));
+  const std::uint64_t reply_key = group_key(word_of(&run_reply<std::decay_t<R>>));
   std::exception_ptr failure;
   try {
     if constexpr (std::is_void_v<R>) {

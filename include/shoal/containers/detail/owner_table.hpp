@@ -105,23 +105,27 @@ class owner_table {
   template <class Op, class R, class Convert, class... Args>
   future<R> call(int owner, Args&&... args) {
     using wire = typename Op::wire;
+    using chunk = future_chunk<wire, R, Convert>;
     before_issue();
-    auto state = std::make_shared<single_receiver<wire, R, Convert>>();
+    std::shared_ptr<receiver_base>& open = open_chunk(&chunk::tag);
+    if (!open || static_cast<chunk&>(*open).full()) open = std::make_shared<chunk>();
+    auto& c = static_cast<chunk&>(*open);
+    const std::uint32_t index = c.next();
+    future<R> f = c.future_of(index, open);
     if (owner == me_) {
       std::optional<wire> result;
       try {
         result.emplace(Op::apply(*this, me_, std::forward<Args>(args)...));
       } catch (const std::exception& e) {
-        state->fail(std::make_exception_ptr(remote_error(failure_text(e))));
+        c.fail(std::make_exception_ptr(remote_error(failure_text(e))), index);
       }
-      if (result) state->arrive(std::move(*result), 0);
+      if (result) c.arrive(std::move(*result), index);
     } else {
-      const std::uint32_t slot = add_pending(state, 0);
+      const std::uint32_t slot = add_pending(open, index);
       ledger_.touch(owner);
       shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
     }
-    using base = future_state<future_value_t<R>>;
-    return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
+    return f;
   }
 
   /// Runs Op at `owner` without a result (completed and reported by wait / flush).
@@ -173,7 +177,7 @@ class owner_table {
         try {
           result.emplace(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args));
         } catch (const std::exception& e) {
-          state->fail(std::make_exception_ptr(remote_error(failure_text(e))));
+          state->fail(std::make_exception_ptr(remote_error(failure_text(e))), static_cast<std::uint32_t>(part));
         }
         if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
       } else {
@@ -186,7 +190,8 @@ class owner_table {
             args);
       }
     }
-    return future<R>(std::shared_ptr<future_state<R>>(state, static_cast<future_state<R>*>(state.get())));
+    using base = layer::future_state<R>;
+    return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
   }
 
   // ---- completion (CSE_Hash) -----------------------------------------------------------------------------------
@@ -258,6 +263,14 @@ class owner_table {
   /// Inside a handler: the team rank of the rank that sent the message.
   int origin() const { return reg_.team().from_world(am::current_source()); }
 
+  /// The chunk of futures being filled for operations whose chunk type has `tag` (future_chunk::tag).
+  std::shared_ptr<receiver_base>& open_chunk(const void* tag) {
+    for (auto& [t, c] : open_chunks_) {
+      if (t == tag) return c;
+    }
+    return open_chunks_.emplace_back(tag, nullptr).second;
+  }
+
   void before_issue() {
     if (ledger_.must_wait()) wait();
     ledger_.issued();
@@ -307,7 +320,7 @@ class owner_table {
 
   static void on_reply_error(std::uint32_t id, std::uint32_t slot, std::string what) {
     pending p = lookup(id).take_pending(slot);
-    p.target->fail(std::make_exception_ptr(remote_error(what)));
+    p.target->fail(std::make_exception_ptr(remote_error(what)), p.part);
   }
 
   template <class Op, class... Args>
@@ -344,6 +357,8 @@ class owner_table {
   int clients_closed_ = 0;
   std::vector<pending> pending_;
   std::vector<std::uint32_t> free_slots_;
+  // Per operation type (future_chunk::tag): the chunk of futures being filled (replies.hpp).
+  std::vector<std::pair<const void*, std::shared_ptr<receiver_base>>> open_chunks_;
 };
 
 }  // namespace shoal::detail

@@ -1,12 +1,15 @@
 // shoal/containers/detail/owner_table/replies.hpp — how the replies of owners complete an origin's futures.
 //
 // An operation sent to an owner leaves a receiver behind at its origin (in the engine's pending table, named by a
-// slot the reply carries). A single operation's receiver completes one future; a batch's receiver waits for one
-// reply per owner it addressed and merges them. Either converts the wire result (what the owner sent) into the
-// future's value, or turns an owner's failure into the future's error.
+// slot the reply carries, with the part of the receiver it completes). Single operations' futures live in chunks of
+// future_chunk_size (one allocation per chunk, not per future; a chunk is freed when its last future is); a batch's
+// receiver waits for one reply per owner it addressed and merges them. Either converts the wire result (what the
+// owner sent) into the future's value, or turns an owner's failure into the future's error.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <memory>
 #include <cstdint>
 #include <exception>
 #include <utility>
@@ -14,6 +17,7 @@
 
 #include "shoal/containers/dist_map_results.hpp"
 #include "shoal/core/future.hpp"
+#include "shoal/core/layer.hpp"
 
 namespace shoal::detail {
 
@@ -28,32 +32,54 @@ std::uint64_t rejected_in(const W&) {
   return 0;
 }
 
-/// Something waiting for replies.
+/// Something waiting for replies; `part` says which of its futures (chunk) or owners (batch) a reply is for.
 struct receiver_base {
   virtual ~receiver_base() = default;
-  virtual void fail(std::exception_ptr e) = 0;
+  virtual void fail(std::exception_ptr e, std::uint32_t part) = 0;
 };
 template <class Wire>
 struct receiver : receiver_base {
   virtual void arrive(Wire&& w, std::uint32_t part) = 0;
 };
 
-/// One reply completes one future; Convert turns the wire result into the future's value (or throws).
+/// Futures of single operations issued together.
+inline constexpr std::uint32_t future_chunk_size = 64;
+
+/// The states of up to future_chunk_size futures of one operation type (Wire: what the owner sends back; Convert
+/// turns it into the future's value R, or throws), allocated together; each reply completes its own future.
 template <class Wire, class R, class Convert>
-struct single_receiver final : receiver<Wire>, future_state<future_value_t<R>> {
-  void arrive(Wire&& w, std::uint32_t) override {
+class future_chunk final : public receiver<Wire> {
+  struct element final : layer::future_state<R> {};
+
+ public:
+  static inline const char tag = 0;  // its address names the chunk type (owner_table keeps one open chunk per type)
+
+  bool full() const { return used_ == future_chunk_size; }
+  /// Takes the next state; its index is the `part` of the request's reply.
+  std::uint32_t next() { return used_++; }
+  /// The future of state `index`, sharing the chunk's ownership (`self`).
+  future<R> future_of(std::uint32_t index, const std::shared_ptr<receiver_base>& self) {
+    return future<R>(std::shared_ptr<layer::future_state<R>>(self, &elements_[index]));
+  }
+
+  void arrive(Wire&& w, std::uint32_t index) override {
+    element& e = elements_[index];
     try {
-      this->set_value(Convert{}(std::move(w)));
+      e.set_value(Convert{}(std::move(w)));
     } catch (...) {
-      this->set_error(std::current_exception());
+      e.set_error(std::current_exception());
     }
   }
-  void fail(std::exception_ptr e) override { this->set_error(std::move(e)); }
+  void fail(std::exception_ptr e, std::uint32_t index) override { elements_[index].set_error(std::move(e)); }
+
+ private:
+  std::array<element, future_chunk_size> elements_;
+  std::uint32_t used_ = 0;
 };
 
 /// One reply per owner of a batch; Merge(result, wire, positions of that owner's part) combines them.
 template <class Wire, class R, class Merge>
-struct batch_receiver final : receiver<Wire>, future_state<R> {
+struct batch_receiver final : receiver<Wire>, layer::future_state<R> {
   R result;
   std::vector<std::vector<std::size_t>> positions;  // per part
   std::size_t remaining = 0;
@@ -61,7 +87,7 @@ struct batch_receiver final : receiver<Wire>, future_state<R> {
     Merge{}(result, std::move(w), positions[part]);
     if (--remaining == 0) finish();
   }
-  void fail(std::exception_ptr e) override {
+  void fail(std::exception_ptr e, std::uint32_t) override {
     if (!this->error) this->error = std::move(e);
     if (--remaining == 0) finish();
   }
