@@ -3,9 +3,22 @@
 // Model: one-sided (RDMA), distributed. Every rank holds one ring buffer of `capacity_per_rank` slots in the symmetric
 // heap, with its state words (each on a cache line of its own). Every element carries the time of its insertion from
 // a clock synchronised across the team when the queue is built. push puts the element into one ring (a random one,
-// or the caller's own first); try_pop looks at the heads of `ncand` random non-empty rings and takes the oldest of
-// them. There is no global head or tail, hence no hot spot; the price is that a pop may return an element near the
-// head rather than the oldest one (docs/containers/relaxed_queue.md measures how near).
+// or the caller's own first with locality::local_first); try_pop takes the oldest of the heads of `ncand` non-empty
+// rings (random ones; with local_first and lock_free the caller's own ring first). There is no global head or tail,
+// hence no hot spot; the price is that a pop may return an element near the head rather than the oldest one
+// (docs/containers/relaxed_queue.md measures how near).
+//
+// Head bounds (both algorithms): each handle keeps, per ring, a lower bound of the stamp of its head (the stamp of the
+// head it last read there). A head only gets newer, so a candidate ring whose bound is no older than a head the pop
+// already has in hand cannot hold the oldest head: it counts as examined and is neither read nor locked. The pop's
+// choice is the same as if it had read it; what it saves is remote traffic (at 2 ranks with ncand = 2, a pop whose
+// first ring holds the older head reads that ring alone). The bounds are exact for lock_based (stamped under the lock, so each
+// ring is in stamp order); a lock_free ring is in claim order, and two pushes that race for one ring may sit there
+// against the order of their stamps (the stamp is taken just before the claim), which the bound inherits.
+//
+// Files: the options and the types users name are in containers/relaxed_queue_options.hpp; the rings, the random
+// choices and the bounds in containers/detail/relaxed_queue/rings.hpp; the two algorithms in lock_based.hpp and
+// lock_free.hpp beside it.
 //
 // Operations (who: collective = every rank of the queue's team, in the same order; any rank = one rank's call):
 //   relaxed_queue<T> q(opts = {}, team = world())
@@ -26,9 +39,9 @@
 //     state at once (a wrong guess costs one more: the failed exchange returns the current state), and the store of
 //     the new state releases it. push locks a ring (waiting by reads while another holds it), puts the element,
 //     stores the new state; a ring that an unlocked observation shows full is passed over without locking, and
-//     try_push returns false once every ring was full. try_pop locks non-empty rings until ncand are held (a ring seen
-//     empty is passed over and shrinks the set of rings left to try, the paper's navail) and takes the element with
-//     the smallest stamp. With ncand below the number of rings it try-locks random rings: a busy one counts an
+//     try_push returns false once every ring was full. try_pop locks non-empty rings until ncand are held or ruled out by
+//     their head bound (a ring seen empty is passed over and shrinks the set of rings left to try, the paper's
+//     navail) and takes the element with the smallest stamp. With ncand below the number of rings it try-locks random rings: a busy one counts an
 //     attempt once at least one ring is held, and after max_nattempts all held rings are released and the search
 //     starts over after a random back-off. With every ring a candidate it locks them in ring order, waiting for each:
 //     a waiting popper only waits for a ring above every ring it holds and the others never wait while holding one,
@@ -38,8 +51,8 @@
 //     compare_exchange on the ring's enqueue counter from the position last seen here (room: pos < dequeue counter +
 //     capacity_per_rank, checked against the dequeue counter last seen here and read again only when that says
 //     full), puts the element and publishes it by storing the slot's sequence word = pos + 1. try_pop reads the
-//     dequeue counter and the head slot's sequence of ncand random rings, reads the heads whose sequence says
-//     published, and claims the oldest by compare_exchange on that ring's dequeue counter (a failed claim starts the
+//     dequeue counter and the head slot's sequence of ncand rings (those not ruled out by their head bound), reads
+//     the heads whose sequence says published, and claims the oldest by compare_exchange on that ring's dequeue counter (a failed claim starts the
 //     pop over). A popper reads a head before claiming it, so once the dequeue counter has passed a position its slot
 //     may be written again: a pop still reading it fails its claim. A slot is never popped twice (one
 //     compare_exchange wins each position) and never read half-written (its sequence is published after the put). A
@@ -57,8 +70,9 @@
 // Unlike the paper, where remove always runs in a lock_all (shared) epoch, the mode applies to push and pop alike.
 //
 // Cost per operation, uncontended and with the states last seen here still right (R remote read, W remote write, A
-// remote atomic; k = ncand; e = rings passed over as empty; a state that changed since it was last seen here adds
-// 1A to that ring):
+// remote atomic; k = candidates read, 1 <= k <= ncand: a candidate ruled out by its head bound costs nothing; e =
+// rings passed over as empty; a state that changed since it was last seen here adds 1A to that ring; with
+// local_first the own ring's words are this rank's memory):
 //   lock_based exclusive  push 2A + W             try_pop k(2A + R) + eA
 //   lock_based shared     push 4A + W             try_pop k(4A + R) + 3eA
 //   lock_free             push 2A + W             try_pop k(2A + R) + A + 3eA
