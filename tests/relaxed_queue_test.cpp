@@ -1,4 +1,4 @@
-// Tests of relaxed_queue (every algorithm, lock mode and insertion option) and of its strict FIFO baseline.
+// Tests of relaxed_queue (every algorithm, lock mode and locality option) and of its strict FIFO baseline.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
