@@ -25,7 +25,7 @@
 #include <optional>
 #include <vector>
 
-#include "shoal/containers/relaxed_queue.hpp"
+#include "shoal/containers/relaxed_queue_options.hpp"
 #include "shoal/core/clock.hpp"
 #include "shoal/core/registration.hpp"
 #include "shoal/core/environment.hpp"
@@ -38,7 +38,11 @@ namespace shoal::bench {
 template <remote_storable T>
 class linked_fifo_queue {
  public:
-  using item_type = detail::relaxed_item<T>;
+  /// What a node carries: the element and its insertion stamp.
+  struct item_type {
+    std::uint64_t stamp;
+    T value;
+  };
 
   /// Collective. `pushes_per_rank` nodes are reserved on each rank; the head and tail live on `host`.
   explicit linked_fifo_queue(std::size_t pushes_per_rank, int host = 0, int clock_sync_rounds = 16)
@@ -48,7 +52,7 @@ class linked_fifo_queue {
     ends_ = reg_.allocate_collective<std::uint64_t>(2 * line_words);
     pools_ = reg_.allocate_collective<node>(pool_size_);  // on failure reg_ frees ends_
     node* mine = pools_[static_cast<std::size_t>(me_)].local();
-    for (std::size_t i = 0; i < pool_size_; ++i) mine[i].sequence = 0;
+    for (std::size_t i = 0; i < pool_size_; ++i) mine[i].next = 0;
     if (me_ == host_) {  // node 0 of the host is the dummy
       const std::uint64_t dummy = pools_[static_cast<std::size_t>(me_)].raw();
       std::uint64_t* ends = ends_[static_cast<std::size_t>(me_)].local();
@@ -104,8 +108,11 @@ class linked_fifo_queue {
   std::uint64_t now() const { return clock_.now(); }
 
  private:
-  // A list node: the slot's word holds global_ptr<node>::raw() of the successor (atomics only).
-  using node = detail::relaxed_slot<T>;
+  // A list node: `next` holds global_ptr<node>::raw() of the successor (atomics only), then the item (get/put).
+  struct node {
+    std::uint64_t next;
+    item_type item;
+  };
   static constexpr std::size_t line_words = 8;  // head and tail on cache lines of their own
 
   global_ptr<std::uint64_t> head_word() const { return ends_[static_cast<std::size_t>(host_)]; }
@@ -118,7 +125,7 @@ class linked_fifo_queue {
   }
   static global_ptr<item_type> item_of(std::uint64_t node_raw) {
     const auto p = global_ptr<node>::from_raw(node_raw);
-    return global_ptr<item_type>(p.rank(), p.offset() + detail::relaxed_item_offset<T>);
+    return global_ptr<item_type>(p.rank(), p.offset() + offsetof(node, item));
   }
 
   registration reg_;

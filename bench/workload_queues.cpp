@@ -261,7 +261,7 @@ void run_queues(context& ctx) {
       ctx.progress(std::string("fast_queue ") + where + " x" + std::to_string(len));
       std::vector<shoal::fast_queue<word>> queues;
       const std::vector<word> values(len, value);
-      std::vector<word> popped, into(len);  // shoal's pops append to popped; the MPI pops fill into
+      std::vector<word> into(len);  // both sides' pops read into it
       const auto [s, m] = measure(
           n, len,
           {[&](std::size_t i) {
@@ -269,9 +269,8 @@ void run_queues(context& ctx) {
              if (!q.try_push(std::span<const word>(values))) lost("push failed");
            },
            [&](std::size_t i) {
-             popped.clear();
              auto& q = queues[static_cast<std::size_t>(target(i))];
-             if (q.try_pop(popped, len) != len) lost("pop found too little");
+             if (q.try_pop(std::span<word>(into)) != len) lost("pop found too little");
            },
            fresh(queues)},
           {[&](std::size_t i) {

@@ -12,11 +12,14 @@
 // near 0, where a plain quotient reads 0 or thousands for a difference of a fraction of an element.
 //
 // Each setting runs 3 times on a fresh queue, in turns with 3 runs of the strict FIFO; the rows give the run with the
-// median time, beside the median of its own FIFO runs. --size sets n (default 100,000).
+// median time, beside the median of its own FIFO runs. --size sets n (default 100,000). SHOAL_BENCH_RELAXED_ONLY=text
+// runs only the settings whose label contains `text` (e.g. "lock-free/local-first ncand=2", for a profile).
 #include <mpi.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <random>
 #include <string>
@@ -140,8 +143,17 @@ quality rank_errors(const std::vector<push_record>& pushes, std::vector<pop_reco
 
 struct outcome {
   double seconds = 0;
+  double cpu_ns_per_op = 0;  // user + system CPU time of every rank over the timed loop, per operation
   quality q;
 };
+
+/// User + system CPU time of this process so far, in ns.
+double cpu_ns() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ns = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_usec) * 1e3; };
+  return ns(u.ru_utime) + ns(u.ru_stime);
+}
 
 /// Runs prefill, the timed operations and the drain on `queue` (relaxed or baseline) and measures both.
 template <class Queue, class Pop>
@@ -158,6 +170,7 @@ outcome run_setting(Queue& queue, Pop pop, const std::vector<char>& is_push, std
   };
   for (std::size_t i = 0; i < prefill; ++i) push_one();
   outcome out;
+  const double cpu_before = cpu_ns();
   out.seconds = shoal::bench::timed([&] {
     for (char p : is_push) {
       if (p) {
@@ -167,6 +180,8 @@ outcome run_setting(Queue& queue, Pop pop, const std::vector<char>& is_push, std
       }
     }
   });
+  const double cpu = shoal::allreduce(cpu_ns() - cpu_before, shoal::op::sum{});
+  out.cpu_ns_per_op = cpu / static_cast<double>(shoal::allreduce(is_push.size(), shoal::op::sum{}));
   shoal::barrier();
   if (me == 0) {
     while (auto s = pop(queue)) pops.push_back({s->value, s->pushed_at, s->popped_at, 0});
@@ -192,7 +207,7 @@ struct setting {
   std::string label;
   shoal::relaxed::algorithm algorithm;
   shoal::relaxed::lock_mode mode;
-  shoal::relaxed::insertion insertion;
+  shoal::relaxed::locality locality;
   int ncand;
 };
 
@@ -213,31 +228,33 @@ void run_relaxed_queue(context& ctx) {
   auto rate = [n](const outcome& o) { return static_cast<double>(n) / o.seconds / 1e3; };
 
   using shoal::relaxed::algorithm;
-  using shoal::relaxed::insertion;
+  using shoal::relaxed::locality;
   using shoal::relaxed::lock_mode;
   std::vector<setting> settings;
-  const setting kinds[] = {{"lock/excl", algorithm::lock_based, lock_mode::exclusive, insertion::random, 0},
-                           {"lock/shared", algorithm::lock_based, lock_mode::shared, insertion::random, 0},
-                           {"lock-free", algorithm::lock_free, lock_mode::exclusive, insertion::random, 0}};
+  const setting kinds[] = {{"lock/excl", algorithm::lock_based, lock_mode::exclusive, locality::random, 0},
+                           {"lock/shared", algorithm::lock_based, lock_mode::shared, locality::random, 0},
+                           {"lock-free", algorithm::lock_free, lock_mode::exclusive, locality::random, 0}};
   for (const auto& kind : kinds) {
     for (int k = 1; k <= 4; ++k) {
       settings.push_back(kind);
       settings.back().ncand = k;
     }
   }
-  settings.push_back({"lock/excl/local-first", algorithm::lock_based, lock_mode::exclusive, insertion::local_first, 2});
-  settings.push_back({"lock-free/local-first", algorithm::lock_free, lock_mode::exclusive, insertion::local_first, 2});
+  settings.push_back({"lock/excl/local-first", algorithm::lock_based, lock_mode::exclusive, locality::local_first, 2});
+  settings.push_back({"lock-free/local-first", algorithm::lock_free, lock_mode::exclusive, locality::local_first, 2});
 
   std::vector<std::pair<std::string, outcome>> results;
   std::int64_t clock_error = 0;
+  const char* only = std::getenv("SHOAL_BENCH_RELAXED_ONLY");
   for (const auto& s : settings) {
     const std::string variant = s.label + " ncand=" + std::to_string(s.ncand);
+    if (only != nullptr && variant.find(only) == std::string::npos) continue;
     ctx.progress(variant);
     shoal::relaxed_queue_options o;
     o.ncand = s.ncand;
     o.algorithm = s.algorithm;
     o.mode = s.mode;
-    o.insertion = s.insertion;
+    o.locality = s.locality;
     auto relaxed_run = [&] {
       shoal::relaxed_queue<std::uint64_t> queue(o);
       clock_error = std::max(clock_error, queue.clock_error_bound_ns());
@@ -251,8 +268,11 @@ void run_relaxed_queue(context& ctx) {
     }
     all_base.insert(all_base.end(), base_runs.begin(), base_runs.end());
     const outcome r = median_time(std::move(runs));
+    const outcome b = median_time(std::move(base_runs));
     ctx.report({.operation = "push/pop throughput", .variant = variant, .value = rate(r), .unit = "kops/s",
-                .baseline = "linked-list FIFO", .baseline_value = rate(median_time(std::move(base_runs)))});
+                .baseline = "linked-list FIFO", .baseline_value = rate(b)});
+    ctx.report({.operation = "CPU per operation", .variant = variant, .value = r.cpu_ns_per_op, .unit = "ns",
+                .baseline = "linked-list FIFO", .baseline_value = b.cpu_ns_per_op, .direction = better::lower});
     results.emplace_back(variant, r);
   }
   const outcome base = median_time(all_base);

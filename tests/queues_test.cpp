@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -201,6 +202,30 @@ TEST(FastQueue, WrapsAroundTheRing) {
     }
     shoal::barrier();
   }
+}
+
+TEST(FastQueue, PopIntoASpanFillsItsFrontAcrossTheWrap) {
+  // Capacity 5: the second round's three values wrap around the end of the ring; pops read straight into a buffer.
+  shoal::fast_queue<value> q(np() - 1, 5);
+  std::array<value, 4> buffer{};
+  for (value round = 0; round < 2; ++round) {
+    if (me() == 0) {
+      std::vector<value> three = {round * 3 + 1, round * 3 + 2, round * 3 + 3};
+      ASSERT_TRUE(q.try_push(three));
+    }
+    shoal::barrier();
+    if (me() == np() - 1) {
+      buffer.fill(99);
+      EXPECT_EQ(q.try_pop(std::span<value>(buffer).first(2)), 2u);  // no more than the span holds
+      EXPECT_EQ(buffer, (std::array<value, 4>{round * 3 + 1, round * 3 + 2, 99, 99}));
+      EXPECT_EQ(q.try_pop(std::span<value>(buffer)), 1u);  // fewer than the span holds: the front only
+      EXPECT_EQ(buffer, (std::array<value, 4>{round * 3 + 3, round * 3 + 2, 99, 99}));
+      EXPECT_EQ(q.try_pop(std::span<value>(buffer)), 0u);  // empty
+    }
+    shoal::barrier();
+  }
+  EXPECT_TRUE(q.empty());
+  shoal::barrier();
 }
 
 TEST(FastQueue, AsyncPushCompletesAtTheHost) {

@@ -1,4 +1,4 @@
-# relaxed_queue (lock-based in both lock modes, lock-free, local-first insertion) and its strict FIFO baseline,
+# relaxed_queue (lock-based in both lock modes, lock-free, local-first placement) and its strict FIFO baseline,
 # on the path chosen at start (shared memory here), on the forced MPI RMA path, on forced owner-applied messages, and
 # on those at 3 ranks under the fault mode.
 shoal_add_mpi_test(relaxed_queue SOURCES relaxed_queue_test.cpp TIMEOUT 120 VARIANTS "mpi:SHOAL_FORCE_MPI=1"

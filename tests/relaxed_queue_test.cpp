@@ -1,4 +1,4 @@
-// Tests of relaxed_queue (every algorithm, lock mode and insertion option) and of its strict FIFO baseline.
+// Tests of relaxed_queue (every algorithm, lock mode and locality option) and of its strict FIFO baseline.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -49,20 +49,20 @@ struct config {
   const char* name;
   shoal::relaxed::algorithm algorithm;
   shoal::relaxed::lock_mode mode;
-  shoal::relaxed::insertion insertion;
+  shoal::relaxed::locality locality;
 };
 
 const config configs[] = {
     {"lock_exclusive", shoal::relaxed::algorithm::lock_based, shoal::relaxed::lock_mode::exclusive,
-     shoal::relaxed::insertion::random},
+     shoal::relaxed::locality::random},
     {"lock_shared", shoal::relaxed::algorithm::lock_based, shoal::relaxed::lock_mode::shared,
-     shoal::relaxed::insertion::random},
+     shoal::relaxed::locality::random},
     {"lock_free", shoal::relaxed::algorithm::lock_free, shoal::relaxed::lock_mode::exclusive,
-     shoal::relaxed::insertion::random},
+     shoal::relaxed::locality::random},
     {"lock_exclusive_local_first", shoal::relaxed::algorithm::lock_based, shoal::relaxed::lock_mode::exclusive,
-     shoal::relaxed::insertion::local_first},
+     shoal::relaxed::locality::local_first},
     {"lock_free_local_first", shoal::relaxed::algorithm::lock_free, shoal::relaxed::lock_mode::exclusive,
-     shoal::relaxed::insertion::local_first},
+     shoal::relaxed::locality::local_first},
 };
 
 class RelaxedQueue : public ::testing::TestWithParam<config> {
@@ -73,7 +73,7 @@ class RelaxedQueue : public ::testing::TestWithParam<config> {
     o.ncand = ncand;
     o.algorithm = GetParam().algorithm;
     o.mode = GetParam().mode;
-    o.insertion = GetParam().insertion;
+    o.locality = GetParam().locality;
     o.seed = 42;
     o.clock_sync_rounds = 2;
     return o;
@@ -143,7 +143,7 @@ TEST_P(RelaxedQueue, NcandLargerThanTheNonEmptyRings) {
     std::vector<std::uint64_t> popped;
     while (auto s = q.try_pop_stamped(np() + 3)) {
       popped.push_back(s->value);
-      if (GetParam().insertion == shoal::relaxed::insertion::local_first) { EXPECT_EQ(s->ring, np() - 1); }
+      if (GetParam().locality == shoal::relaxed::locality::local_first) { EXPECT_EQ(s->ring, np() - 1); }
       // Pushed on another rank's clock: ordered up to the synchronised clocks' error bound.
       EXPECT_LE(s->pushed_at, s->popped_at + static_cast<std::uint64_t>(q.clock_error_bound_ns()));
     }

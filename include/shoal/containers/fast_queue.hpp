@@ -17,6 +17,8 @@
 //                                                                          the host; ready false if it does not fit
 //   q.try_pop() / q.try_pop(out, n)   any rank     A + R (+ wrap)        std::optional / count appended to out (up
 //                                                                          to n, fewer when fewer are there)
+//   q.try_pop(std::span<T> into)      any rank     A + R (+ wrap)        count read into the front of `into` (up to
+//                                                                          into.size(); no allocation)
 //   push / pop with promise::local    host only    l                     memcpy and local counters, no remote op
 //   q.size(), q.empty()               any rank     2 A                   values in the queue, exact between phases
 //                                                                          (0 while pops that do not fit are handing
@@ -135,6 +137,15 @@ class fast_queue {
     const auto r = claim_pop(path, n);
     out.resize(out.size() + r.count);
     ring_.read(r, out.data() + (out.size() - r.count), path);
+    return r.count;
+  }
+
+  /// Pops up to into.size() values into the front of `into`; returns how many (0 when empty). Reads straight into
+  /// the caller's buffer: no allocation, and none of the zero-filling a vector's resize does before the read.
+  std::size_t try_pop(std::span<T> into, concurrency promised = promise::pop) {
+    const auto path = checked_path(promised, promise::pop, "try_pop");
+    const auto r = claim_pop(path, into.size());
+    ring_.read(r, into.data(), path);
     return r.count;
   }
 
