@@ -38,6 +38,7 @@
 #include "shoal/containers/promise.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
+#include "shoal/core/layer.hpp"
 #include "shoal/core/progress.hpp"
 #include "shoal/core/rma.hpp"
 #include "shoal/core/team.hpp"
@@ -67,7 +68,7 @@ struct slot_range {
 
 /// Future state of an asynchronous ring write: owns the values until the puts have completed at the host.
 template <class T>
-struct ring_write_state final : future_state<bool> {
+struct ring_write_state final : shoal::layer::future_state<bool> {
   std::vector<T> values;
   std::vector<future<void>> pieces;
   int host = 0;  // environment rank
