@@ -7,7 +7,8 @@
 // owner's acknowledgement on the message path, a memory fence on the shared-memory path):
 //   get(p) / get(p, dst, n)            R + flush_local  blocking; the value is here on return
 //   put(p, v) / put(p, src, n)         W + flush        blocking; the write is complete at the target on return
-//   get_many(ptrs, dst)                n R + flush_local  blocking; the n reads in flight together
+//   get_many(ptrs, dst)                n R, overlapped  blocking; dst[i] = *ptrs[i], the n reads in flight together,
+//                                                       then one flush_local
 //   async_get / async_put              R or W           future ready when the local buffer is filled / reusable;
 //                                                       an async_put is visible to others after flush / barrier
 //   fetch_add, fetch_and, fetch_or,    A + flush        blocking; returns the old value
