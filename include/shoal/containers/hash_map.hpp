@@ -28,7 +28,7 @@
 //   insert_or_assign(k, v)                any rank    as insert; an existing key: R + 2A (exclusive CAS,
 //                                                     fetch_add) + R + W
 //   find(k)                               any rank    fetch_add reader in, get entry, fetch_add out    2A + R
-//                                                     (a free or erased bucket: in and out again, 2A)
+//                                                     (a free bucket: in and out again, 2A; erased: A)
 //   find(k, promise::find)                any rank    one get of the whole bucket                      R
 //   prefetch(k)                           any rank    a hint before find: loads k's home bucket into the cache
 //                                                     where it is mapped here (own part, same-host shm)  local

@@ -11,12 +11,15 @@
 //   reserve a free bucket         compare_exchange free -> reserved (only one writer may win it)
 //   publish reserved -> ready     fetch_add(+1)  (only the writer that reserved it publishes; readers' counts stay)
 //   erase   reserved -> erased    fetch_add(+2)
-//   a reader enters / leaves      fetch_add(+4) / fetch_add(-4); a reader that entered a bucket that is not ready
-//                                 (free, reserved, erased) leaves at once
+//   a reader enters / leaves      fetch_add(+4) / fetch_add(-4); a reader that entered a free or reserved bucket
+//                                 leaves at once (an erased one it need not leave: below)
 //   take a ready bucket alone     compare_exchange "ready, no reader" -> reserved (erase, insert_or_assign)
-// Readers therefore also count themselves into free, reserved and erased buckets for a moment: a writer reserving a
-// free bucket keeps such a count (it leaves the bucket by its fetch_add(-4)), and nothing waits for a count except
-// taking a ready bucket alone. Different atomics on one word are atomic with each other: on the shared-memory path
+// Readers therefore also count themselves into free and reserved buckets for a moment: a writer reserving a free
+// bucket keeps such a count (the reader leaves by its fetch_add(-4)), and nothing waits for a count except taking a
+// ready bucket alone. A reader that enters an erased bucket does not leave: a tombstone never changes state again
+// (resize rebuilds the table from the ready buckets), so its count is never read, and adding 4 never touches the
+// state bits, even when the count wraps around. A miss costs 2 atomics at the free bucket that ends it, a tombstone
+// on the way one. Different atomics on one word are atomic with each other: on the shared-memory path
 // they are CPU atomics, across hosts the owner's CPU atomics, and on MPI windows shoal names every operation it
 // issues in MPICH's which_accumulate_ops hint (core/detail/path_setup.hpp; tests/core_test.cpp,
 // MixedOperationsOnOneWord, checks it on both MPIs).
@@ -66,12 +69,13 @@ struct hash_map_slot {
   static void release_reserved(status st, std::uint32_t to) { fetch_add(st, to - reserved_state); }
 
   /// Counts a reader into the bucket. Returns ready_state once inside (leave with leave_reader), else the state that
-  /// kept it out (the reader has left again).
+  /// kept it out: out of a free or reserved bucket the reader has left again; an erased bucket keeps its count (see
+  /// the top of this file), so passing a tombstone costs one atomic.
   static std::uint32_t enter_reader(status st) {
     const auto seen = fetch_add(st, one_reader);
-    if (state_of(seen) == ready_state) return ready_state;
-    fetch_add(st, 0u - one_reader);
-    return state_of(seen);
+    const auto state = state_of(seen);
+    if (state != ready_state && state != erased_state) fetch_add(st, 0u - one_reader);
+    return state;
   }
 
   static void leave_reader(status st) { fetch_add(st, 0u - one_reader); }
