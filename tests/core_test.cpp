@@ -198,6 +198,31 @@ TEST(Rma, PutGetRing) {
   shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
 }
 
+TEST(Rma, GetManyReadsEveryPointerInItsOwnSlot) {
+  // Every rank's 64 elements hold rank * 1000 + index; each rank reads a scrambled mix of all ranks' elements (its
+  // own, same-host peers', others') with one get_many, each pointer at most once and some twice.
+  constexpr int per_rank = 64;
+  auto ptrs = shoal::allocate_collective<std::uint64_t>(per_rank);
+  std::uint64_t* mine = ptrs[static_cast<std::size_t>(me())].local();
+  for (int i = 0; i < per_rank; ++i) mine[i] = static_cast<std::uint64_t>(me() * 1000 + i);
+  shoal::barrier();
+  std::vector<shoal::global_ptr<const std::uint64_t>> from;
+  std::vector<std::uint64_t> expected;
+  for (int j = 0; j < 3 * per_rank; ++j) {
+    const int r = (me() + j) % np();
+    const int i = (j * 37 + me()) % per_rank;
+    from.push_back(ptrs[static_cast<std::size_t>(r)] + i);
+    expected.push_back(static_cast<std::uint64_t>(r * 1000 + i));
+  }
+  std::vector<std::uint64_t> got(from.size(), ~std::uint64_t{0});
+  shoal::get_many(std::span<const shoal::global_ptr<const std::uint64_t>>(from), got.data());
+  EXPECT_EQ(got, expected);
+  shoal::get_many(std::span<const shoal::global_ptr<const std::uint64_t>>(), got.data());  // nothing to read
+  EXPECT_EQ(got, expected);
+  shoal::barrier();
+  shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
+}
+
 TEST(Rma, AsyncPutGetAndFutures) {
   auto ptrs = shoal::allocate_collective<std::uint32_t>(256);
   auto target = ptrs[static_cast<std::size_t>(right())];

@@ -330,7 +330,7 @@ TEST(HashMap, ExplicitBlobStoresEvenATriviallyCopyableValueOutOfLine) {
   EXPECT_EQ(shoal::heap_in_use(), baseline);
 }
 
-TEST(HashMap, LocalInsertPromiseMatchesAtomicInsert) {
+TEST(HashMap, LocalInsertMatchesAtomicInsert) {
   const int n = scaled(200);
   shoal::hash_map<std::uint64_t, std::uint64_t> atomic(static_cast<std::size_t>(n * np()) * 2);
   shoal::hash_map<std::uint64_t, std::uint64_t> local(static_cast<std::size_t>(n * np()) * 2);
@@ -338,13 +338,20 @@ TEST(HashMap, LocalInsertPromiseMatchesAtomicInsert) {
   for (std::uint64_t k = 0; k < static_cast<std::uint64_t>(n * np()); ++k) {
     if (k % static_cast<std::uint64_t>(np()) == static_cast<std::uint64_t>(me())) atomic.insert(k, k + 1);
     if (local.owner(k) == me()) {
-      EXPECT_TRUE(local.insert(k, k + 1, shoal::promise::local));
-      EXPECT_FALSE(local.insert(k, 0, shoal::promise::local));
+      EXPECT_TRUE(local.local_insert(k, k + 1));
+      EXPECT_FALSE(local.local_insert(k, 0));  // present: the value stays k + 1
+      if (k % 2 == 1) {
+        EXPECT_FALSE(local.local_insert_or_assign(k, k + 2));  // replaced
+        EXPECT_FALSE(local.local_insert_or_assign(k, k + 1));  // and back
+      }
     } else {
       foreign = k;
     }
   }
-  if (np() > 1) { EXPECT_THROW(local.insert(foreign, 1, shoal::promise::local), shoal::usage_error); }
+  if (np() > 1) {
+    EXPECT_THROW(local.local_insert(foreign, 1), shoal::usage_error);
+    EXPECT_THROW(local.local_insert_or_assign(foreign, 1), shoal::usage_error);
+  }
   shoal::barrier();
   for (std::uint64_t k = 0; k < static_cast<std::uint64_t>(n * np()) + 10; ++k) {
     EXPECT_EQ(atomic.find(k), local.find(k));

@@ -3,8 +3,8 @@
 // Model: one-sided, distributed. post_insert / post_insert_or_assign only append a record (operation, key, value) to
 // a local buffer for the key's owner. A buffer that reaches `message_bytes` is shipped into a mailbox hosted in the
 // owner's heap (one fetch_add to reserve a slot, one put). flush() — collective — ships the rest, then every owner
-// applies the records it received with the local insert path (hash_map::insert(k, v, promise::local): plain CPU
-// stores, no remote operation), which turns a latency-bound insert phase into a bandwidth-bound one.
+// applies the records it received with hash_map::local_insert / local_insert_or_assign (plain CPU stores, no remote
+// operation), which turns a latency-bound insert phase into a bandwidth-bound one.
 //
 // Operations and costs (per record unless stated; M = one shipped message of up to message_bytes). Who: collective
 // = every rank of the map's team, in the same order; any rank = one rank's call:
@@ -23,7 +23,7 @@
 // rank, then its latest call); a mix applies the records one after the other in that order.
 //
 // Concurrency promises: between two flush() calls the buffer only ships into mailboxes; the map itself may be used
-// with any promise. flush() itself inserts with promise::local, so no other operation on the map may run on any rank
+// with any promise. flush() itself inserts with local_insert, so no other operation on the map may run on any rank
 // during flush() (it is collective and every rank is inside it).
 //
 // Errors: shoal::container_full from flush() on every rank when any owner's block is full (every record that fits
@@ -157,7 +157,7 @@ class hash_map_buffer {
     }
   }
 
-  /// Applies records 0..n-1 (key_at(i): record i's key, record_at(i): the record) with promise::local, loading the
+  /// Applies records 0..n-1 (key_at(i): record i's key, record_at(i): the record) with local_insert, loading the
   /// home bucket a few records ahead (the table is larger than the caches).
   template <class KeyAt, class RecordAt>
   void apply_records(std::size_t n, KeyAt&& key_at, RecordAt&& record_at, std::size_t& inserted,
@@ -167,8 +167,8 @@ class hash_map_buffer {
       if (i + prefetch_distance < n) map_.local_prefetch(key_at(i + prefetch_distance));
       const auto& rec = record_at(i);
       try {
-        const bool fresh = rec.op == insert_op ? map_.insert(rec.key, rec.value, promise::local)
-                                               : map_.insert_or_assign(rec.key, rec.value, promise::local);
+        const bool fresh = rec.op == insert_op ? map_.local_insert(rec.key, rec.value)
+                                               : map_.local_insert_or_assign(rec.key, rec.value);
         inserted += fresh ? 1 : 0;
       } catch (const container_full& e) {
         if (failure.empty()) failure = e.what();

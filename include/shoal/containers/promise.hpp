@@ -5,10 +5,10 @@
 // implementation is fully atomic. A smaller set lets the container pick a cheaper implementation:
 //
 //   hash_map.find(k, promise::find)      only finds run concurrently: one remote get, no atomics (BCL Table 3d)
-//   hash_map.insert(k, v, promise::local) only this rank touches its own part: CPU operations only (Table 3b)
 //   circular_queue.try_push(v, promise::push) only pushes run concurrently (Table 4b)
 //   circular_queue.try_pop(promise::pop)      only pops run concurrently (Table 4e)
 //   ... promise::local                    only the owner works on a local structure (Table 4c / 4f)
+// (An owner-only operation with its own name needs no promise: hash_map::local_insert, BCL Table 3b.)
 //
 // Promises combine with |:  promise::find | promise::insert. A promise that is broken (an insert while another rank
 // used promise::find) gives unspecified results for that phase, exactly as a data race would; it never corrupts

@@ -7,6 +7,8 @@
 // owner's acknowledgement on the message path, a memory fence on the shared-memory path):
 //   get(p) / get(p, dst, n)            R + flush_local  blocking; the value is here on return
 //   put(p, v) / put(p, src, n)         W + flush        blocking; the write is complete at the target on return
+//   get_many(ptrs, dst)                n R, overlapped  blocking; dst[i] = *ptrs[i], the n reads in flight together,
+//                                                       then one flush_local
 //   async_get / async_put              R or W           future ready when the local buffer is filled / reusable;
 //                                                       an async_put is visible to others after flush / barrier
 //   fetch_add, fetch_and, fetch_or,    A + flush        blocking; returns the old value
@@ -29,8 +31,10 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "shoal/core/checks.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
@@ -279,6 +283,39 @@ future<std::remove_const_t<T>> async_get(global_ptr<T> p) {
     r.messages->start_get(p.rank(), &s->buffer, p.offset(), sizeof(U), &s->req);
   }
   return future<U>(std::move(s));
+}
+
+/// Reads the element at from[i] into dst[i] for every i, the n reads in flight together (blocking; the values are
+/// here on return). Where an element's memory is mapped here (this rank's, or a same-host rank's on the
+/// shared-memory path) all of them are prefetched before any is copied; on the MPI path every read is started before
+/// one flush completes them all; by messages every request is sent before the first reply is waited for. For callers
+/// with many independent reads (e.g. the home buckets of many keys): n R, overlapped.
+template <class T>
+  requires remote_storable<std::remove_const_t<T>>
+void get_many(std::span<const global_ptr<T>> from, std::remove_const_t<T>* dst) {
+  auto& r = detail::rt();
+  const bool one_flush = r.win != MPI_WIN_NULL && r.hosts == 1;
+  bool started = false;
+  std::vector<future<void>> pending;
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    const auto p = from[i];
+    detail::check_access(r, p.raw(), sizeof(T), "get_many");
+    if (detail::mapped(r, p.rank(), p.offset()) != nullptr) {
+      prefetch(p);
+    } else if (one_flush) {
+      SHOAL_MPI(MPI_Get(dst + i, static_cast<int>(sizeof(T)), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
+                        static_cast<int>(sizeof(T)), MPI_BYTE, r.win));
+      started = true;
+    } else {
+      pending.push_back(async_get(p, dst + i, 1));
+    }
+  }
+  if (started) SHOAL_MPI(MPI_Win_flush_local_all(r.win));
+  for (auto& f : pending) f.get();
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    if (const std::byte* at = detail::mapped(r, from[i].rank(), from[i].offset())) std::memcpy(dst + i, at, sizeof(T));
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
 }
 
 // ---- writes ----------------------------------------------------------------------------------------------------
