@@ -194,6 +194,11 @@ class client {
     if (p.attempt != o.attempt) return false;
     auto& res = o.result;
     res.head_stamp = std::max(res.head_stamp, p.head_stamp);
+    if (p.probes >= 0 && p.st == status::retry) {
+      // A pass without probes found no key past `key` in the node of the key: again from the head, probing.
+      again = new_pass(o, seq, true);
+      return false;
+    }
     if (p.probes >= 0) {
       // The search's own answer: found in the node of the key, it is the answer (every probed node lies beyond).
       o.probes_expected = p.st == status::ok ? 0 : p.probes;
@@ -213,18 +218,25 @@ class client {
     }
     if (o.probes_expected < 0 || (o.probes_expected > 0 && o.probes_received < o.probes_expected)) return false;
     if (o.probes_expected > 0 && o.probe_failed) {
-      request_type r;
-      r.op = o.op;
-      r.client = me_;
-      r.seq = seq;
-      r.key = o.key;
-      r.attempt = next_pass(o);
-      reenter_at_head(seq);
-      again = std::move(r);
+      again = new_pass(o, seq, true);
       return false;
     }
     if (!res.key) res.st = ordered_map_status::absent;
     return true;
+  }
+
+  /// The request of a new pass of a lower_bound / successor from the head (`probing`: it probes the nodes past
+  /// its key's node, for when that node has no key past `key`).
+  request_type new_pass(client_op& o, std::uint64_t seq, bool probing) {
+    request_type r;
+    r.op = o.op;
+    r.client = me_;
+    r.seq = seq;
+    r.key = o.key;
+    r.set(flag::with_probes, probing);
+    r.attempt = next_pass(o);
+    reenter_at_head(seq);
+    return r;
   }
 
   void deliver_completed(typename std::map<std::uint64_t, client_op>::iterator it) {

@@ -65,6 +65,7 @@ inline constexpr std::uint16_t node_removal = 32;  // internal erase that unlink
 inline constexpr std::uint16_t split_check = 64;   // internal: the target node splits if it holds more than G
 inline constexpr std::uint16_t unmark = 128;       // with split_check: the node's SPLIT went elsewhere; clear the mark
 inline constexpr std::uint16_t probe = 256;        // lower_bound / successor: the first key of the target node
+inline constexpr std::uint16_t with_probes = 512;  // lower_bound / successor: this pass probes (the first one does not)
 }  // namespace flag
 
 /// A request: one operation of one client, or one part of a range query.

@@ -70,7 +70,7 @@ void service<K, V>::run(node_type& x, request_type& r) {
       if (reads_only(r.op) && opt_.semantics == consistency::none && jump(x, l, r)) return;
       return forward(x, l.next, lvl, std::move(r));
     }
-    if (seeks_neighbour(r.op) && l.has_next() && !(l.next == r.probed)) send_probe(x, lvl, r);
+    if (r.has(flag::with_probes) && l.has_next() && !(l.next == r.probed)) send_probe(x, lvl, r);
     if (r.op == op_kind::erase && l.has_next() && l.next_min == r.key) {
       // Figure 7(b): the next node's min key is deleted; this level waits until the delete has finished there.
       ++x.waiting_levels;
@@ -156,6 +156,8 @@ void service<K, V>::at_bottom(node_type& x, request_type&& r) {
     case op_kind::successor: {
       reply_type p = first_key_from(x, r);
       p.probes = r.probes;
+      // A pass without probes answers only from the node of its key; past its last key it runs again, probing.
+      if (p.st == status::absent && !r.has(flag::with_probes) && x.tower[0].has_next()) p.st = status::retry;
       return post_reply(std::move(p));
     }
     default: return;
