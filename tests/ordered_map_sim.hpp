@@ -70,7 +70,7 @@ class simulated_service {
     std::size_t visited = 0;
     while (n != nullptr) {
       ++visited;
-      if (n->held_back() || !n->held.empty()) problems.push_back("a node still holds requests");
+      if (n->held_back() || n->holds_requests()) problems.push_back("a node still holds requests");
       if (n->marked) problems.push_back("a node still marked for a split");
       if (n->keys.size() > granularity_) problems.push_back("a node above G key-values");
       if (n->keys.empty() && !n->is_head) problems.push_back("an empty node still linked");

@@ -16,17 +16,18 @@ namespace shoal::detail::ordered_map {
 /// nothing reaches the node from a waiting predecessor after its marker, so every held request came first.
 template <class K, class V>
 void service<K, V>::settle(node_type& x) {
-  if (x.held_back() || !x.held.empty()) return;
-  if (x.parked_split &&
-      markers_arrived(x.parked_split->client, x.parked_split->seq, x.self, x.parked_split->markers)) {
-    auto take = std::move(*x.parked_split);
-    x.parked_split.reset();
+  auto* ps = x.parked_if_any();
+  if (ps == nullptr || x.held_back() || !ps->held.empty()) return;
+  if (ps->parked_split &&
+      markers_arrived(ps->parked_split->client, ps->parked_split->seq, x.self, ps->parked_split->markers)) {
+    auto take = std::move(*ps->parked_split);
+    ps->parked_split.reset();
     give_lower_half(&x, take);
   }
-  if (x.parked_delete && markers_arrived(x.parked_delete->client, x.parked_delete->seq, x.self,
-                                         waiting_for(*x.parked_delete, x.self))) {
-    auto r = std::move(*x.parked_delete);
-    x.parked_delete.reset();
+  if (ps->parked_delete && markers_arrived(ps->parked_delete->client, ps->parked_delete->seq, x.self,
+                                           waiting_for(*ps->parked_delete, x.self))) {
+    auto r = std::move(*ps->parked_delete);
+    ps->parked_delete.reset();
     finish_min_delete(x, std::move(r));  // may free x: last
   }
 }
@@ -67,7 +68,7 @@ template <class K, class V>
 void service<K, V>::min_target_arrived(node_type& t, request_type&& r) {
   // Earlier requests of the waiting predecessors may still be on their way here, or held here behind this delete:
   // they go first (settle).
-  t.parked_delete = std::move(r);
+  t.parked().parked_delete = std::move(r);
   settle(t);
 }
 
@@ -153,7 +154,8 @@ void service<K, V>::unlink_and_free(node_type& t, const request_type& r) {
     post(w.node.rank, set_link<K>{w.node, w.level, l.next, l.next_min, false, true, fenced});
   }
   board_.remove(t.min, t.self);
-  auto held = std::move(t.held);
+  std::deque<request_type> held;
+  if (auto* ps = t.parked_if_any()) held = std::move(ps->held);
   ++stats_.nodes_freed;
   manager_.release(t.self.slot);
   for (auto& q : held) send_back(std::move(q));

@@ -20,7 +20,7 @@ void service<K, V>::handle(request_type& r) {
   node_type* x = manager_.get(r.target);
   if (x == nullptr) return send_back(std::move(r));
   if (x->held_back()) {
-    x->held.push_back(std::move(r));
+    x->parked().held.push_back(std::move(r));
     return;
   }
   run(*x, r);
@@ -31,9 +31,10 @@ void service<K, V>::drain(const node_ref& ref) {
   for (;;) {
     node_type* x = manager_.get(ref);
     if (x == nullptr || x->held_back()) return;
-    if (x->held.empty()) return settle(*x);
-    auto r = std::move(x->held.front());
-    x->held.pop_front();
+    if (!x->holds_requests()) return settle(*x);
+    auto& held = x->parked().held;
+    auto r = std::move(held.front());
+    held.pop_front();
     run(*x, r);
   }
 }
