@@ -23,8 +23,8 @@ class simulated_service {
       shoal::detail::ordered_map::transport t;
       t.rank = r;
       t.ranks = ranks;
-      t.send = [this, r](int dst, std::vector<std::byte>&& bytes) {
-        channels_[static_cast<std::size_t>(r * np_ + dst)].push_back(std::move(bytes));
+      t.send = [this, r](int dst, std::span<const std::byte> bytes) {
+        channels_[static_cast<std::size_t>(r * np_ + dst)].emplace_back(bytes.begin(), bytes.end());
         ++in_flight_;
       };
       services_.push_back(std::make_unique<service_type>(opts, t));

@@ -73,7 +73,9 @@
 //   auto box = grid.range("4.[2,8].[1,3]");
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -98,9 +100,38 @@ namespace detail::ordered_map {
 
 using deliver_function = std::function<void(std::span<const std::byte>)>;
 
-/// Messages name their map by its handler slot (shoal::detail::registration).
-inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) {
+inline void deliver_to(std::uint32_t instance, std::span<const std::byte> bytes) {
   if (auto* deliver = static_cast<deliver_function*>(shoal::detail::handler_target(instance))) (*deliver)(bytes);
+}
+
+/// A message of up to N bytes as one trivially copyable value: the active-message layer writes it straight into its
+/// buffer and hands it back without an allocation (a find's request or reply fits the smallest). Messages name their
+/// map by its handler slot (shoal::detail::registration).
+template <std::size_t N>
+struct envelope {
+  std::uint32_t instance;
+  std::uint32_t size;
+  std::array<std::byte, N> bytes;
+};
+template <std::size_t N>
+void on_envelope(const envelope<N>& e) {
+  deliver_to(e.instance, std::span<const std::byte>(e.bytes.data(), e.size));
+}
+inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) { deliver_to(instance, bytes); }
+
+/// Sends one message of map `instance` to world rank `dst`: in the smallest envelope it fits, else as a byte vector.
+inline void send_message(int dst, std::uint32_t instance, std::span<const std::byte> bytes) {
+  auto in_envelope = [&]<std::size_t N>(std::integral_constant<std::size_t, N>) {
+    envelope<N> e;
+    e.instance = instance;
+    e.size = static_cast<std::uint32_t>(bytes.size());
+    std::memcpy(e.bytes.data(), bytes.data(), bytes.size());
+    std::memset(e.bytes.data() + bytes.size(), 0, N - bytes.size());  // no stale stack bytes on the wire
+    shoal::post(dst, &on_envelope<N>, e);
+  };
+  if (bytes.size() <= 56) return in_envelope(std::integral_constant<std::size_t, 56>{});
+  if (bytes.size() <= 120) return in_envelope(std::integral_constant<std::size_t, 120>{});
+  shoal::post(dst, &on_message, instance, std::vector<std::byte>(bytes.begin(), bytes.end()));
 }
 
 }  // namespace detail::ordered_map
@@ -128,9 +159,9 @@ class ordered_map {
     net.rank = team.rank();
     net.ranks = team.size();
     const std::uint32_t id = id_;
-    net.send = [id, team](int dst, std::vector<std::byte>&& bytes) {  // dst: a team rank
+    net.send = [id, team](int dst, std::span<const std::byte> bytes) {  // dst: a team rank
       shoal::am::team_scope scope(team);
-      shoal::post(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
+      detail::ordered_map::send_message(team.to_world(dst), id, bytes);
     };
     net.flush = [] { shoal::am::flush(); };
     service_ = std::make_unique<service_type>(opts, std::move(net));

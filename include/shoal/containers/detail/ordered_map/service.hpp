@@ -73,10 +73,7 @@ class service {
   // ---- network side ------------------------------------------------------------------------------------------
 
   /// A message from another rank.
-  void deliver(std::span<const std::byte> bytes) {
-    chan_.deliver(bytes);
-    pump();
-  }
+  void deliver(std::span<const std::byte> bytes) { chan_.deliver(bytes, dispatcher()); }
 
   // ---- client side -------------------------------------------------------------------------------------------
 
@@ -147,9 +144,10 @@ class service {
   void handle(fence& f) { chan_.fence_arrived(f); }
   void handle(fence_ack& f) { chan_.fence_acknowledged(f); }
 
-  void pump() {
-    chan_.pump([this](message_type& m) { std::visit([this](auto& x) { handle(x); }, m); });
+  auto dispatcher() {
+    return [this](message_type& m) { std::visit([this](auto& x) { handle(x); }, m); };
   }
+  void pump() { chan_.pump(dispatcher()); }
 
   void enter(request_type&& r, const node_ref& entry) {
     r.target = entry;
