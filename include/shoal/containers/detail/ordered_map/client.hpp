@@ -102,20 +102,22 @@ class client {
       if (!neighbour_answered(o, it->first, p, again)) return again;
     } else if (p.op == op_kind::range) {
       res.head_stamp = p.head_stamp;
-      o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)});
+      // Parts are appended in key order as soon as they join the prefix received so far (a range of one part, the
+      // common case, moves straight into the result); the others wait in `parts` by start key.
+      if (!(p.key == o.cursor)) {
+        o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)});
+        return std::nullopt;
+      }
+      typename client_op::part next{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)};
       for (;;) {
+        append(res, next);
+        if (next.inclusive) break;
+        o.cursor = next.hi;
         auto part = o.parts.find(o.cursor);
         if (part == o.parts.end()) return std::nullopt;
-        if (part->second.inclusive) break;
-        o.cursor = part->second.hi;
+        next = std::move(part->second);
+        o.parts.erase(part);
       }
-      for (auto& [lo, part] : o.parts) {
-        res.keys.insert(res.keys.end(), std::make_move_iterator(part.keys.begin()),
-                        std::make_move_iterator(part.keys.end()));
-        res.values.insert(res.values.end(), std::make_move_iterator(part.values.begin()),
-                          std::make_move_iterator(part.values.end()));
-      }
-      o.parts.clear();
     } else {
       res.head_stamp = p.head_stamp;
       res.st = result_status(p.st == status::split_needed ? status::ok : p.st);
@@ -173,6 +175,18 @@ class client {
     bool via_head = true;
     bool unbounded = false;  // lower_bound / successor: the keys above hi too
   };
+
+  /// Appends a range part to the result (moves its vectors in when the result is still empty).
+  static void append(result_type& res, typename client_op::part& part) {
+    if (res.keys.empty()) {
+      res.keys = std::move(part.keys);
+      res.values = std::move(part.values);
+      return;
+    }
+    res.keys.insert(res.keys.end(), std::make_move_iterator(part.keys.begin()), std::make_move_iterator(part.keys.end()));
+    res.values.insert(res.values.end(), std::make_move_iterator(part.values.begin()),
+                      std::make_move_iterator(part.values.end()));
+  }
 
   static double clock_now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
