@@ -317,7 +317,8 @@ class ordered_map {
   future<T> submit(const operation& op, Convert convert) {
     reg_.check();
     auto state = std::make_shared<typename future<T>::state_type>();
-    auto done = [state, convert](operation_result&& r) {
+    future<T> result(state);
+    typename service_type::completion done = [state = std::move(state), convert](operation_result&& r) {
       if (r.st == ordered_map_status::list_full) {
         state->set_error(std::make_exception_ptr(container_full(
             "shoal::ordered_map: the list is full — every rank's nodes are in use (raise "
@@ -326,8 +327,8 @@ class ordered_map {
       }
       state->set_value(convert(std::move(r)));
     };
-    while (!service_->try_issue(op, done)) shoal::progress();
-    return future<T>(std::move(state));
+    while (!service_->try_issue(op, std::move(done))) shoal::progress();  // moved from once issued
+    return result;
   }
 
   shoal::detail::registration reg_;  // the team, the run and the handler slot

@@ -12,6 +12,8 @@
 // new one waits (try_issue returns nothing).
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -51,8 +53,9 @@ class client {
       : opt_(opt), me_(rank), board_(board), window_(std::clamp(opt.window, opt.window_min, opt.window_max)) {}
 
   /// Issues an operation unless the window is full or (sequential consistency) it would have to wait for an earlier
-  /// operation of this client; `done` runs once with the result (in issue order under sequential consistency).
-  std::optional<entering> try_issue(const ordered_map_operation<K, V>& spec, completion done) {
+  /// operation of this client; `done` runs once with the result (in issue order under sequential consistency). `done`
+  /// is moved from only when the operation is issued (a caller retries with the same one).
+  std::optional<entering> try_issue(const ordered_map_operation<K, V>& spec, completion&& done) {
     if (ops_.size() >= window_) return std::nullopt;
     const op_kind kind = kind_of(spec.op);
     const bool strict = kind == op_kind::erase;
@@ -70,6 +73,7 @@ class client {
       }
     }
     const std::uint64_t seq = next_seq_++;
+    if (ops_.empty()) next_delivery_ = seq;  // every earlier operation has been delivered
     auto& o = ops_[seq];
     o.op = kind;
     o.key = spec.key;
@@ -165,6 +169,8 @@ class client {
     int probes_received = 0;
     bool probe_failed = false;
   };
+  /// A flat table: no allocation per operation (moved out before its completion runs, which may issue more).
+  using op_table = absl::flat_hash_map<std::uint64_t, client_op>;
 
   /// The keys an operation still on its way may visit (sequential consistency): from its entry (the head, or a
   /// shortcut's min key) to its largest key (none: unbounded). A flat list, scanned on every issue.
@@ -253,17 +259,20 @@ class client {
     return r;
   }
 
-  void deliver_completed(typename std::map<std::uint64_t, client_op>::iterator it) {
+  void deliver_completed(typename op_table::iterator it) {
     if (opt_.semantics != consistency::sequential) {
       auto o = std::move(it->second);
       ops_.erase(it);
       o.done(std::move(o.result));
       return;
     }
-    // Hold-back queue: deliver in issue order.
-    while (!ops_.empty() && ops_.begin()->second.completed) {
-      auto o = std::move(ops_.begin()->second);
-      ops_.erase(ops_.begin());
+    // Hold-back queue: deliver in issue order (a completion may issue operations: look each one up afresh).
+    for (;;) {
+      auto next = ops_.find(next_delivery_);
+      if (next == ops_.end() || !next->second.completed) return;
+      auto o = std::move(next->second);
+      ops_.erase(next);
+      ++next_delivery_;
       o.done(std::move(o.result));
     }
   }
@@ -318,7 +327,8 @@ class client {
   const ordered_map_options& opt_;
   int me_;
   const bulletin_board<K>& board_;
-  std::map<std::uint64_t, client_op> ops_;
+  op_table ops_;  // the operations issued and not yet delivered, by sequence number
+  std::uint64_t next_delivery_ = 1;  // sequential consistency: the sequence number delivered next
   std::vector<open_region> open_;  // regions of the operations in ops_ not yet completed
   std::uint64_t next_seq_ = 1;
   std::size_t window_;

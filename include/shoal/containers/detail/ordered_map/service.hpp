@@ -79,7 +79,8 @@ class service {
 
   /// Issues an operation unless the window is full or (sequential consistency) it would have to wait for an earlier
   /// operation of this client; `done` runs once with the result (in issue order under sequential consistency).
-  bool try_issue(const ordered_map_operation<K, V>& spec, completion done) {
+  /// `done` is moved from only when the operation is issued.
+  bool try_issue(const ordered_map_operation<K, V>& spec, completion&& done) {
     auto e = client_.try_issue(spec, std::move(done));
     if (!e) return false;
     enter(std::move(e->req), e->entry);
