@@ -151,6 +151,7 @@ void service<K, V>::at_bottom(node_type& x, request_type&& r) {
     case op_kind::erase: {
       const bool found = !r.has(flag::node_removal) && x.erase(r.key);
       if (found) remove_if_empty(x);  // its min key was not a key (a SPLIT's new node), its last key was
+      if (found) merge_if_under_full(x);
       return post_reply(reply_for(r, found ? status::ok : status::absent));
     }
     case op_kind::lower_bound:
