@@ -34,13 +34,16 @@
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
 //                                          from a shortcut); each hop to a node of another rank is one message,
 //                                          a hop between nodes of one rank is a function call
-//   lower_bound / successor                as find, + 2 messages (probe, its reply) per distinct node the search
-//                                          descends in front of (at most the list's height)
+//   lower_bound / successor                as find; when the key's node holds no key past k (about 1 in G'): + a
+//                                          second pass from the head, + 2 messages (probe, its reply) per distinct
+//                                          node it descends in front of (at most the list's height)
 //   every (k+1)-th forward of a node to another rank: + 1 arrival message; the node holds requests meanwhile (k =
 //                                          ordered_map_options::asynchrony, set_asynchrony)
 //   insert that splits a node              + 1 allocation round trip when the free node is on another rank;
 //                                          taller tower (Figure 6c): + one SPLIT request from the client, O(log N)
 //   erase of a node's min key (Figure 7b)  + 2 messages per level of the node (marker, release)
+//   erase that leaves < max(2, G/4) keys   the node merges into its predecessor: + a node removal from the head
+//                                          (O(log N) hops, + 2 per level of the node) + 1 message with its keys
 //   range returning r key-values           M = O(log N) + 2 * (parts), parts = nodes holding part of the range
 //   R = W = A = 0 (no one-sided operation);  B = 0 except size() and the destructor (one quiescence barrier each).
 //
