@@ -328,7 +328,8 @@ TEST_P(OrderedMapSim, DeletingEverythingFreesEveryNode) {
 
 // Merging: deletes that leave a node under-full (below max(2, G/4) keys) hand its keys to its level-0 predecessor
 // and unlink it. Thinning a list to one key in 8 under every semantics (with reads racing the merges) must merge
-// nodes, keep every key and the structure (order, tower min keys, nothing above G), and use fewer nodes.
+// nodes, keep every key and the structure (order, tower min keys, nothing above G), and leave fewer nodes than two
+// thirds of the keys left.
 TEST_P(OrderedMapSim, UnderFullNodesMergeIntoTheirPredecessor) {
   for (auto c : {consistency::total_order, consistency::sequential, consistency::none}) {
     SCOPED_TRACE(static_cast<int>(c));
@@ -368,7 +369,8 @@ TEST_P(OrderedMapSim, UnderFullNodesMergeIntoTheirPredecessor) {
       }
       EXPECT_GT(merged, 0u) << "no node merged";
       // 50 keys left, G = 4: without merging the thinned list would keep most of its nodes.
-      EXPECT_LT(after, before / 2) << "nodes before " << before << ", after " << after;
+      // Without merging each key left would keep a node of its own (they lie 8 apart, G = 4).
+      EXPECT_LT(after * 3, oracle.size() * 2) << "nodes before " << before << ", after " << after;
       if (::testing::Test::HasFailure()) return;
     }
   }
