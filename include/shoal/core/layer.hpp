@@ -35,6 +35,9 @@
 //   layer::fault_scheduler<Item>   the one mechanism that delays and reorders a channel's arrivals under it (held
 //                                  per sender, released in a seeded order across senders, in order per sender),
 //                                  as the core does on its own channel (docs/testing.md, "Faults")
+//   SHOAL_MPI(call)                checks an MPI call the core's way: a failure throws shoal::mpi_error with the
+//   SHOAL_MPI_CLEANUP(call)        call and MPI's error string (the layer's own communicators must be set to
+//                                  MPI_ERRORS_RETURN); the _CLEANUP form, for destructors, prints it and goes on
 //
 // Every call is local (no communication) and costs a few instructions, except wait, which waits.
 #pragma once
@@ -48,6 +51,7 @@
 #include <utility>
 
 #include "shoal/core/detail/faults.hpp"
+#include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/detail/runtime.hpp"
 #include "shoal/core/detail/size_parse.hpp"
 #include "shoal/core/future.hpp"

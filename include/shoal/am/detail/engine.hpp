@@ -29,7 +29,6 @@
 #include "shoal/am/detail/rpc_slots.hpp"
 #include "shoal/am/detail/sending.hpp"
 #include "shoal/am/detail/wire.hpp"
-#include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/layer.hpp"
 #include "shoal/core/progress.hpp"

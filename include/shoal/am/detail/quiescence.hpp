@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/layer.hpp"
 
 namespace shoal::am::detail {

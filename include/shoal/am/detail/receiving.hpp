@@ -18,7 +18,7 @@
 
 #include "shoal/am/detail/sending.hpp"
 #include "shoal/am/detail/wire.hpp"
-#include "shoal/core/detail/mpi_check.hpp"
+#include "shoal/core/layer.hpp"
 
 namespace shoal::am::detail {
 

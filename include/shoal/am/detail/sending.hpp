@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "shoal/am/detail/wire.hpp"
-#include "shoal/core/detail/mpi_check.hpp"
+#include "shoal/core/layer.hpp"
 
 namespace shoal::am::detail {
 
