@@ -54,6 +54,7 @@
 #include "shoal/containers/detail/owner_container.hpp"
 #include "shoal/containers/dist_map_options.hpp"
 #include "shoal/containers/dist_map_results.hpp"
+#include "shoal/core/layer.hpp"
 #include "shoal/local/flat_table.hpp"
 #include "shoal/local/linear_hash_table.hpp"
 
@@ -246,7 +247,7 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
     std::size_t operator()(const batch_insert_result& r) const { return r.inserted; }
   };
   struct all_or_full {
-    detail::empty_value operator()(const batch_insert_result& r) const {
+    layer::future_value<void> operator()(const batch_insert_result& r) const {
       if (r.rejected != 0) {
         throw container_full("shoal::dist_multimap::insert: " + std::to_string(r.rejected) +
                              " value(s) do not fit: the owner would exceed capacity_per_rank entries (nothing was "

@@ -30,7 +30,8 @@
 //                                  reply, a batch reply): derive from it, hand it out as
 //                                  future<T>(std::shared_ptr<layer::future_state<T>>), and complete it from a handler
 //                                  with set_value(v) (void: set_value({})) or set_error(exception_ptr); test() may
-//                                  be overridden to poll, or to start what the future waits for
+//                                  be overridden to poll, or to start what the future waits for;
+//                                  layer::future_value<T> is the type it holds (T, or an empty struct for void)
 //   layer::fault_mode()            tests only: the fault mode's settings (SHOAL_FAULTS; nullopt when off), and
 //   layer::fault_scheduler<Item>   the one mechanism that delays and reorders a channel's arrivals under it (held
 //                                  per sender, released in a seeded order across senders, in order per sender),
@@ -63,6 +64,10 @@ namespace shoal::layer {
 /// `value` (std::optional of T, or of an empty struct for void), `error`.
 template <class T>
 using future_state = shoal::detail::future_state<shoal::detail::future_value_t<T>>;
+
+/// What a future_state<T> holds as its value: T, or for void an empty struct (set_value({})).
+template <class T>
+using future_value = shoal::detail::future_value_t<T>;
 
 /// Registers `start` to run at the start of every environment (call during static initialisation, e.g.
 /// `inline const bool registered = (shoal::layer::on_every_start(&start), true);` in the layer's header).
