@@ -178,7 +178,7 @@ class ordered_map {
   /// Collective: waits for this rank's operations, then for every message everywhere; then reg_ frees the handler
   /// slot. Nothing after the environment has ended (docs/design.md, "Lifetime").
   ~ordered_map() {
-    if (!shoal::detail::run_is_live(reg_.run())) return;
+    if (!reg_.live()) return;
     try {
       wait();
       shoal::am::barrier(team());

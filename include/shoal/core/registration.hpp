@@ -89,10 +89,12 @@ class registration {
   std::uint64_t run() const noexcept { return run_; }
   const std::string& name() const noexcept { return name_; }
   bool empty() const noexcept { return run_ == 0; }
+  /// Whether the container belongs to the running environment (false when moved from or after its run ended).
+  bool live() const noexcept { return run_ != 0 && detail::run_is_live(run_); }
 
   /// Throws usage_error unless the container belongs to the running environment.
   void check() const {
-    if (run_ != 0 && detail::run_is_live(run_)) [[likely]] return;
+    if (live()) [[likely]] return;
     throw_unusable();
   }
 
@@ -175,7 +177,7 @@ class registration {
   /// Collective over the team (see the header comment): barrier, then frees this rank's blocks and slot. No-op when
   /// moved from or after the run has ended. Errors are swallowed: a destructor must not throw.
   void release() noexcept {
-    if (run_ != 0 && detail::run_is_live(run_)) {
+    if (live()) {
       try {
         team_.barrier();
       } catch (...) {
