@@ -303,8 +303,7 @@ void get_many(std::span<const global_ptr<T>> from, std::remove_const_t<T>* dst) 
     if (detail::mapped(r, p.rank(), p.offset()) != nullptr) {
       prefetch(p);
     } else if (one_flush) {
-      SHOAL_MPI(MPI_Get(dst + i, static_cast<int>(sizeof(T)), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
-                        static_cast<int>(sizeof(T)), MPI_BYTE, r.win));
+      detail::mpi_get_bytes(r, dst + i, p.rank(), p.offset(), sizeof(T));
       started = true;
     } else {
       pending.push_back(async_get(p, dst + i, 1));
