@@ -128,10 +128,13 @@ TEST(ContigExchange, EveryItemReachesItsOwnerOnceWhenOneOwnerIsCrowded) {
     }
   }
   EXPECT_EQ(got, want);  // sorted: each of this rank's items once, none of another's
-  // 15000 items of each chunk go, in pieces of 1000, to the crowded queue of 1000: on shared memory pushes found it
-  // full. (On the MPI and message paths a push may complete only as its owner makes progress, which is also when the
+  // 15000 items of each chunk go, in pieces of 1000, to the crowded queue of 1000: where the senders reach it through
+  // shared memory, pushes found it full. (On the MPI and message paths a push may complete only as its owner makes progress, which is also when the
   // owner drains, so there a full queue cannot be forced from here.)
-  if (p > 1 && shoal::path_to(static_cast<int>(p - 1)) == shoal::rma_path::shared_memory) {
+  // Every rank decides alike: the crowded owner itself always sees shared memory, so ask the senders.
+  const bool sender_on_shared_memory =
+      me != p - 1 && shoal::path_to(static_cast<int>(p - 1)) == shoal::rma_path::shared_memory;
+  if (shoal::allreduce(std::uint64_t{sender_on_shared_memory}, shoal::op::max{}) != 0) {
     EXPECT_GT(full, 0u);
   }
 }
