@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -245,9 +246,24 @@ void run_relaxed_queue(context& ctx) {
 
   std::vector<std::pair<std::string, outcome>> results;
   std::int64_t clock_error = 0;
+  auto label_of = [](const setting& s) { return s.label + " ncand=" + std::to_string(s.ncand); };
   const char* only = std::getenv("SHOAL_BENCH_RELAXED_ONLY");
+  if (only != nullptr) {
+    std::string labels;
+    bool any = false;
+    for (const auto& s : settings) {
+      const std::string variant = label_of(s);
+      any = any || variant.find(only) != std::string::npos;
+      labels += (labels.empty() ? "" : ", ") + variant;
+    }
+    if (!any) {
+      throw std::invalid_argument(std::string("SHOAL_BENCH_RELAXED_ONLY=\"") + only +
+                                  "\" matches no setting; give a part of one of: " + labels +
+                                  " (the path, shm-path/ or mpi-path/, is not part of a setting's label)");
+    }
+  }
   for (const auto& s : settings) {
-    const std::string variant = s.label + " ncand=" + std::to_string(s.ncand);
+    const std::string variant = label_of(s);
     if (only != nullptr && variant.find(only) == std::string::npos) continue;
     ctx.progress(variant);
     shoal::relaxed_queue_options o;
