@@ -326,6 +326,56 @@ TEST_P(OrderedMapSim, DeletingEverythingFreesEveryNode) {
   }
 }
 
+// Merging: deletes that leave a node under-full (below max(2, G/4) keys) hand its keys to its level-0 predecessor
+// and unlink it. Thinning a list to one key in 8 under every semantics (with reads racing the merges) must merge
+// nodes, keep every key and the structure (order, tower min keys, nothing above G), and leave fewer nodes than two
+// thirds of the keys left.
+TEST_P(OrderedMapSim, UnderFullNodesMergeIntoTheirPredecessor) {
+  for (auto c : {consistency::total_order, consistency::sequential, consistency::none}) {
+    SCOPED_TRACE(static_cast<int>(c));
+    for (std::uint64_t seed : {5u, 17u, 29u}) {
+      sim s(GetParam(), small_options(c), seed);
+      std::map<long, long> oracle;
+      for (long k = 0; k < 400; ++k) {
+        op_spec<long, long> spec{op_kind::insert, (k * 7919) % 400, 0, k, {}};
+        oracle[spec.key] = k;
+        while (!s.at(static_cast<int>(k % GetParam())).try_issue(spec, [](auto&&) {})) s.step();
+      }
+      s.run_until_quiet();
+      std::size_t before = 0;
+      for (int r = 0; r < GetParam(); ++r) before += s.at(r).local_nodes();
+      int failures = 0;
+      for (long k = 0; k < 400; ++k) {
+        const int r = static_cast<int>(k % GetParam());
+        if (k % 8 != 0) {
+          op_spec<long, long> erase{op_kind::erase, k, 0, 0, {}};
+          oracle.erase(k);
+          while (!s.at(r).try_issue(erase, [&](auto&& res) { failures += res.st != status::ok; })) s.step();
+        } else {
+          // A key that stays, read while the nodes around it merge.
+          op_spec<long, long> find{op_kind::find, k, 0, 0, {}};
+          const long want = oracle[k];
+          while (!s.at(r).try_issue(find, [&, want](auto&& res) { failures += !(res.value && *res.value == want); }))
+            s.step();
+        }
+      }
+      s.run_until_quiet();
+      EXPECT_EQ(failures, 0);
+      EXPECT_EQ(check_structure(s), oracle);
+      std::size_t after = 0, merged = 0;
+      for (int r = 0; r < GetParam(); ++r) {
+        after += s.at(r).local_nodes();
+        merged += s.at(r).stats().nodes_merged;
+      }
+      EXPECT_GT(merged, 0u) << "no node merged";
+      // 50 keys left, G = 4: without merging the thinned list would keep most of its nodes.
+      // Without merging each key left would keep a node of its own (they lie 8 apart, G = 4).
+      EXPECT_LT(after * 3, oracle.size() * 2) << "nodes before " << before << ", after " << after;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
 TEST_P(OrderedMapSim, ListFullIsReportedAndNothingIsLost) {
   auto o = small_options(consistency::total_order);
   o.nodes_per_rank = 3;
