@@ -90,6 +90,9 @@ class client {
     r.value = spec.value;
     r.box = spec.box;
     if (kind == op_kind::range) r.set(flag::hi_inclusive);
+    // Sequential consistency probes from the first pass: a second pass re-enters at the head behind this client's
+    // later operations (which entered there too) and could see their effects, out of issue order.
+    if (unbounded && opt_.semantics == consistency::sequential) r.set(flag::with_probes);
     return entering{std::move(r), via_head ? head_node : sc->node};
   }
 
