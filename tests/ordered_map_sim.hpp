@@ -23,8 +23,8 @@ class simulated_service {
       shoal::detail::ordered_map::transport t;
       t.rank = r;
       t.ranks = ranks;
-      t.send = [this, r](int dst, std::vector<std::byte>&& bytes) {
-        channels_[static_cast<std::size_t>(r * np_ + dst)].push_back(std::move(bytes));
+      t.send = [this, r](int dst, std::span<const std::byte> bytes) {
+        channels_[static_cast<std::size_t>(r * np_ + dst)].emplace_back(bytes.begin(), bytes.end());
         ++in_flight_;
       };
       services_.push_back(std::make_unique<service_type>(opts, t));
@@ -70,7 +70,7 @@ class simulated_service {
     std::size_t visited = 0;
     while (n != nullptr) {
       ++visited;
-      if (n->held_back() || !n->held.empty()) problems.push_back("a node still holds requests");
+      if (n->held_back() || n->holds_requests()) problems.push_back("a node still holds requests");
       if (n->marked) problems.push_back("a node still marked for a split");
       if (n->keys.size() > granularity_) problems.push_back("a node above G key-values");
       if (n->keys.empty() && !n->is_head) problems.push_back("an empty node still linked");

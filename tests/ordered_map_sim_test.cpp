@@ -124,16 +124,19 @@ void expect_same(const op_result<long, long>& want, const op_result<long, long>&
 }
 
 /// Every rank issues `per_rank` operations, interleaved at random with message deliveries.
+/// Only the first `clients` ranks issue (all when 0); the others serve their nodes.
 std::vector<record> run_random(sim& s, std::mt19937_64& rng, int per_rank, long keyspace, bool own_keys_only,
-                               std::vector<std::vector<std::size_t>>* delivery_order = nullptr, mix m = mix::general) {
+                               std::vector<std::vector<std::size_t>>* delivery_order = nullptr, mix m = mix::general,
+                               int clients = 0) {
+  if (clients == 0) clients = s.ranks();
   std::vector<record> done;
   std::vector<int> issued(static_cast<std::size_t>(s.ranks()), 0);
   std::vector<std::optional<op_spec<long, long>>> next(static_cast<std::size_t>(s.ranks()));
-  int remaining = per_rank * s.ranks();
+  int remaining = per_rank * clients;
   std::uniform_int_distribution<int> coin(0, 2);
   while (remaining > 0 || s.step()) {
     if (remaining == 0) continue;
-    const int r = std::uniform_int_distribution<int>(0, s.ranks() - 1)(rng);
+    const int r = std::uniform_int_distribution<int>(0, clients - 1)(rng);
     auto& slot = next[static_cast<std::size_t>(r)];
     if (issued[static_cast<std::size_t>(r)] == per_rank) {
       s.step();
@@ -265,6 +268,29 @@ TEST_P(OrderedMapSim, SequentialConsistencyReplaysEachClientInIssueOrder) {
   per_client_replay(consistency::sequential, GetParam(), true);
 }
 
+// One client over nodes on every rank, every key and every operation (lower_bound / successor among them): under
+// sequential consistency its results equal a replay in issue order, exactly. A lower_bound whose first pass found
+// nothing past its key in its node once ran a second pass from the head behind this client's later inserts, and
+// answered with a key inserted after it was issued.
+TEST_P(OrderedMapSim, SequentialConsistencyReplaysOneClientExactlyWithNeighbourSearches) {
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed * 15485863 + static_cast<std::uint64_t>(GetParam()));
+    sim s(GetParam(), small_options(consistency::sequential), seed);
+    std::vector<std::vector<std::size_t>> order(static_cast<std::size_t>(GetParam()));
+    auto done = run_random(s, rng, 500, 120, false, &order, mix::neighbours, 1);
+    ASSERT_EQ(done.size(), 500u);
+    EXPECT_TRUE(std::is_sorted(order[0].begin(), order[0].end())) << "replies out of issue order";
+    std::sort(done.begin(), done.end(), [](auto& a, auto& b) { return a.index < b.index; });
+    std::map<long, long> oracle;
+    for (auto& d : done) {
+      expect_same(apply_op(oracle, d.spec), d.result, d.spec,
+                  "seed " + std::to_string(seed) + " #" + std::to_string(d.index));
+      if (::testing::Test::HasFailure()) return;
+    }
+    EXPECT_EQ(check_structure(s), oracle);
+  }
+}
+
 TEST_P(OrderedMapSim, NoConsistencyKeepsTheListCorrect) {
   // Without order guarantees only one operation per key at a time is deterministic: insert all, read, delete all.
   sim s(GetParam(), small_options(consistency::none), 3);
@@ -323,6 +349,56 @@ TEST_P(OrderedMapSim, DeletingEverythingFreesEveryNode) {
     std::size_t nodes = 0;
     for (int r = 0; r < GetParam(); ++r) nodes += s.at(r).local_nodes();
     EXPECT_EQ(nodes, 1u);
+  }
+}
+
+// Merging: deletes that leave a node under-full (below max(2, G/4) keys) hand its keys to its level-0 predecessor
+// and unlink it. Thinning a list to one key in 8 under every semantics (with reads racing the merges) must merge
+// nodes, keep every key and the structure (order, tower min keys, nothing above G), and leave fewer nodes than two
+// thirds of the keys left.
+TEST_P(OrderedMapSim, UnderFullNodesMergeIntoTheirPredecessor) {
+  for (auto c : {consistency::total_order, consistency::sequential, consistency::none}) {
+    SCOPED_TRACE(static_cast<int>(c));
+    for (std::uint64_t seed : {5u, 17u, 29u}) {
+      sim s(GetParam(), small_options(c), seed);
+      std::map<long, long> oracle;
+      for (long k = 0; k < 400; ++k) {
+        op_spec<long, long> spec{op_kind::insert, (k * 7919) % 400, 0, k, {}};
+        oracle[spec.key] = k;
+        while (!s.at(static_cast<int>(k % GetParam())).try_issue(spec, [](auto&&) {})) s.step();
+      }
+      s.run_until_quiet();
+      std::size_t before = 0;
+      for (int r = 0; r < GetParam(); ++r) before += s.at(r).local_nodes();
+      int failures = 0;
+      for (long k = 0; k < 400; ++k) {
+        const int r = static_cast<int>(k % GetParam());
+        if (k % 8 != 0) {
+          op_spec<long, long> erase{op_kind::erase, k, 0, 0, {}};
+          oracle.erase(k);
+          while (!s.at(r).try_issue(erase, [&](auto&& res) { failures += res.st != status::ok; })) s.step();
+        } else {
+          // A key that stays, read while the nodes around it merge.
+          op_spec<long, long> find{op_kind::find, k, 0, 0, {}};
+          const long want = oracle[k];
+          while (!s.at(r).try_issue(find, [&, want](auto&& res) { failures += !(res.value && *res.value == want); }))
+            s.step();
+        }
+      }
+      s.run_until_quiet();
+      EXPECT_EQ(failures, 0);
+      EXPECT_EQ(check_structure(s), oracle);
+      std::size_t after = 0, merged = 0;
+      for (int r = 0; r < GetParam(); ++r) {
+        after += s.at(r).local_nodes();
+        merged += s.at(r).stats().nodes_merged;
+      }
+      EXPECT_GT(merged, 0u) << "no node merged";
+      // 50 keys left, G = 4: without merging the thinned list would keep most of its nodes.
+      // Without merging each key left would keep a node of its own (they lie 8 apart, G = 4).
+      EXPECT_LT(after * 3, oracle.size() * 2) << "nodes before " << before << ", after " << after;
+      if (::testing::Test::HasFailure()) return;
+    }
   }
 }
 

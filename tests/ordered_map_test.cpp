@@ -248,6 +248,28 @@ TEST(OrderedMap, DeletingEverythingLeavesOnlyTheHead) {
   EXPECT_TRUE(m.range(0, n).empty());
 }
 
+TEST(OrderedMap, ThinningAListMergesUnderFullNodes) {
+  for (auto c : {consistency::total_order, consistency::sequential, consistency::none}) {
+    ordered_map<long, long> m(small(c));
+    const long n = shoal::testing::scaled(400);
+    for (long k = shoal::rank(); k < n; k += shoal::size()) m.async_insert(k, k);
+    m.barrier();
+    const auto nodes_before = shoal::allreduce(static_cast<std::uint64_t>(m.local_nodes()), shoal::op::sum{});
+    for (long k = shoal::rank(); k < n; k += shoal::size())
+      if (k % 8 != 0) m.async_erase(k);
+    m.barrier();
+    const auto nodes_after = shoal::allreduce(static_cast<std::uint64_t>(m.local_nodes()), shoal::op::sum{});
+    EXPECT_GT(shoal::allreduce(m.stats().nodes_merged, shoal::op::sum{}), 0u);
+    std::vector<std::pair<long, long>> want;
+    for (long k = 0; k < n; k += 8) want.emplace_back(k, k);
+    // Without merging each key left would keep a node of its own (they lie 8 apart, G = 4). How many merge depends on
+    // how the ranks' erases interleave (36 of 50 nodes remained in one 4-rank run, 2/3 of the keys or fewer at 2).
+    EXPECT_LT(nodes_after, want.size()) << "nodes before " << nodes_before << ", after " << nodes_after;
+    EXPECT_EQ(m.range(0, n), want);
+    EXPECT_EQ(m.size(), want.size());
+  }
+}
+
 TEST(OrderedMap, ListFullIsAClearErrorAndKeepsEverythingElse) {
   auto o = small(consistency::total_order);
   o.nodes_per_rank = 2;

@@ -34,13 +34,17 @@
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
 //                                          from a shortcut); each hop to a node of another rank is one message,
 //                                          a hop between nodes of one rank is a function call
-//   lower_bound / successor                as find, + 2 messages (probe, its reply) per distinct node the search
-//                                          descends in front of (at most the list's height)
+//   lower_bound / successor                as find, + 2 messages (probe, its reply) per distinct node it descends
+//                                          in front of (at most the list's height); under total_order and none
+//                                          the probes go only on a second pass from the head, taken when the
+//                                          key's node holds no key past k (about 1 in G')
 //   every (k+1)-th forward of a node to another rank: + 1 arrival message; the node holds requests meanwhile (k =
 //                                          ordered_map_options::asynchrony, set_asynchrony)
 //   insert that splits a node              + 1 allocation round trip when the free node is on another rank;
 //                                          taller tower (Figure 6c): + one SPLIT request from the client, O(log N)
 //   erase of a node's min key (Figure 7b)  + 2 messages per level of the node (marker, release)
+//   erase that leaves < max(2, G/4) keys   the node merges into its predecessor: + a node removal from the head
+//                                          (O(log N) hops, + 2 per level of the node) + 1 message with its keys
 //   range returning r key-values           M = O(log N) + 2 * (parts), parts = nodes holding part of the range
 //   R = W = A = 0 (no one-sided operation);  B = 0 except size() and the destructor (one quiescence barrier each).
 //
@@ -73,7 +77,9 @@
 //   auto box = grid.range("4.[2,8].[1,3]");
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -99,8 +105,38 @@ namespace detail::ordered_map {
 using deliver_function = std::function<void(std::span<const std::byte>)>;
 
 /// Messages name their map by its handler slot (shoal::registration).
-inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) {
+inline void deliver_to(std::uint32_t instance, std::span<const std::byte> bytes) {
   if (auto* deliver = static_cast<deliver_function*>(shoal::handler_target(instance))) (*deliver)(bytes);
+}
+
+/// A message of up to N bytes as one trivially copyable value: the active-message layer writes it straight into its
+/// buffer and hands it back without an allocation (a find's request or reply fits the smallest). Messages name their
+/// map by its handler slot (shoal::registration).
+template <std::size_t N>
+struct envelope {
+  std::uint32_t instance;
+  std::uint32_t size;
+  std::array<std::byte, N> bytes;
+};
+template <std::size_t N>
+void on_envelope(const envelope<N>& e) {
+  deliver_to(e.instance, std::span<const std::byte>(e.bytes.data(), e.size));
+}
+inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) { deliver_to(instance, bytes); }
+
+/// Sends one message of map `instance` to world rank `dst`: in the smallest envelope it fits, else as a byte vector.
+inline void send_message(int dst, std::uint32_t instance, std::span<const std::byte> bytes) {
+  auto in_envelope = [&]<std::size_t N>(std::integral_constant<std::size_t, N>) {
+    envelope<N> e;
+    e.instance = instance;
+    e.size = static_cast<std::uint32_t>(bytes.size());
+    std::memcpy(e.bytes.data(), bytes.data(), bytes.size());
+    std::memset(e.bytes.data() + bytes.size(), 0, N - bytes.size());  // no stale stack bytes on the wire
+    shoal::post(dst, &on_envelope<N>, e);
+  };
+  if (bytes.size() <= 56) return in_envelope(std::integral_constant<std::size_t, 56>{});
+  if (bytes.size() <= 120) return in_envelope(std::integral_constant<std::size_t, 120>{});
+  shoal::post(dst, &on_message, instance, std::vector<std::byte>(bytes.begin(), bytes.end()));
 }
 
 }  // namespace detail::ordered_map
@@ -128,9 +164,9 @@ class ordered_map {
     net.rank = team.rank();
     net.ranks = team.size();
     const std::uint32_t id = id_;
-    net.send = [id, team](int dst, std::vector<std::byte>&& bytes) {  // dst: a team rank
+    net.send = [id, team](int dst, std::span<const std::byte> bytes) {  // dst: a team rank
       shoal::am::team_scope scope(team);
-      shoal::post(team.to_world(dst), &detail::ordered_map::on_message, id, std::move(bytes));
+      detail::ordered_map::send_message(team.to_world(dst), id, bytes);
     };
     net.flush = [] { shoal::am::flush(); };
     service_ = std::make_unique<service_type>(opts, std::move(net));
@@ -286,7 +322,8 @@ class ordered_map {
   future<T> submit(const operation& op, Convert convert) {
     reg_.check();
     auto state = std::make_shared<typename future<T>::state_type>();
-    auto done = [state, convert](operation_result&& r) {
+    future<T> result(state);
+    typename service_type::completion done = [state = std::move(state), convert](operation_result&& r) {
       if (r.st == ordered_map_status::list_full) {
         state->set_error(std::make_exception_ptr(container_full(
             "shoal::ordered_map: the list is full — every rank's nodes are in use (raise "
@@ -295,8 +332,8 @@ class ordered_map {
       }
       state->set_value(convert(std::move(r)));
     };
-    while (!service_->try_issue(op, done)) shoal::progress();
-    return future<T>(std::move(state));
+    while (!service_->try_issue(op, std::move(done))) shoal::progress();  // moved from once issued
+    return result;
   }
 
   shoal::registration reg_;  // the team, the run and the handler slot

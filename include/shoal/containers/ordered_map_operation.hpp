@@ -60,6 +60,7 @@ struct ordered_map_stats {
   std::uint64_t splits = 0;
   std::uint64_t fences = 0;
   std::uint64_t nodes_freed = 0;
+  std::uint64_t nodes_merged = 0;          ///< under-full nodes whose keys went to their predecessor (then freed)
   std::uint64_t synchronous_forwards = 0;  ///< forwards that made their node wait for their arrival (k reached)
   std::uint64_t split_checks = 0;          ///< nodes above G without an insert (after a SPLIT), asked to split
 };

@@ -30,7 +30,7 @@ namespace shoal::detail::ordered_map {
 struct transport {
   int rank = 0;
   int ranks = 1;
-  std::function<void(int, std::vector<std::byte>&&)> send;
+  std::function<void(int, std::span<const std::byte>)> send;  // the bytes are only valid during the call
   std::function<void()> flush;  // push buffered messages out (may be empty)
 };
 
@@ -47,8 +47,20 @@ class channel {
   int rank() const { return net_.rank; }
   int ranks() const { return net_.ranks; }
 
-  /// A message from another rank, queued for `pump`.
-  void deliver(std::span<const std::byte> bytes) { local_.push_back(codec_type::decode(bytes)); }
+  /// A message from another rank: handled at once (decoded straight from `bytes`) unless messages are queued or a
+  /// pump runs, then queued behind them; then runs `pump(handle)`.
+  template <class Handle>
+  void deliver(std::span<const std::byte> bytes, Handle&& handle) {
+    if (pumping_ || !local_.empty()) {
+      local_.push_back(codec_type::decode(bytes));
+    } else {
+      pumping_ = true;
+      auto m = codec_type::decode(bytes);
+      handle(m);
+      pumping_ = false;
+    }
+    pump(handle);
+  }
 
   /// Runs handle(message&) on every queued message, including those it queues meanwhile (not re-entrant: a nested
   /// call returns at once and the outer loop handles what it queued).
@@ -71,7 +83,8 @@ class channel {
       return;
     }
     ++stats_.remote_messages;
-    net_.send(rank, codec_type::encode(m));
+    codec_type::encode(m, out_);
+    net_.send(rank, out_);
     if (++unflushed_ > batch_) flush();
   }
 
@@ -147,6 +160,7 @@ class channel {
   std::size_t batch_;
   ordered_map_stats& stats_;
   std::deque<message_type> local_;
+  std::vector<std::byte> out_;  // the bytes of the message being sent (reused)
   bool pumping_ = false;
   std::size_t unflushed_ = 0;
   absl::flat_hash_map<node_ref, sender_outbox> outbox_;

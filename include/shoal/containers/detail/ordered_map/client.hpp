@@ -12,6 +12,8 @@
 // new one waits (try_issue returns nothing).
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -51,8 +53,9 @@ class client {
       : opt_(opt), me_(rank), board_(board), window_(std::clamp(opt.window, opt.window_min, opt.window_max)) {}
 
   /// Issues an operation unless the window is full or (sequential consistency) it would have to wait for an earlier
-  /// operation of this client; `done` runs once with the result (in issue order under sequential consistency).
-  std::optional<entering> try_issue(const ordered_map_operation<K, V>& spec, completion done) {
+  /// operation of this client; `done` runs once with the result (in issue order under sequential consistency). `done`
+  /// is moved from only when the operation is issued (a caller retries with the same one).
+  std::optional<entering> try_issue(const ordered_map_operation<K, V>& spec, completion&& done) {
     if (ops_.size() >= window_) return std::nullopt;
     const op_kind kind = kind_of(spec.op);
     const bool strict = kind == op_kind::erase;
@@ -70,6 +73,7 @@ class client {
       }
     }
     const std::uint64_t seq = next_seq_++;
+    if (ops_.empty()) next_delivery_ = seq;  // every earlier operation has been delivered
     auto& o = ops_[seq];
     o.op = kind;
     o.key = spec.key;
@@ -86,6 +90,9 @@ class client {
     r.value = spec.value;
     r.box = spec.box;
     if (kind == op_kind::range) r.set(flag::hi_inclusive);
+    // Sequential consistency probes from the first pass: a second pass re-enters at the head behind this client's
+    // later operations (which entered there too) and could see their effects, out of issue order.
+    if (unbounded && opt_.semantics == consistency::sequential) r.set(flag::with_probes);
     return entering{std::move(r), via_head ? head_node : sc->node};
   }
 
@@ -102,20 +109,22 @@ class client {
       if (!neighbour_answered(o, it->first, p, again)) return again;
     } else if (p.op == op_kind::range) {
       res.head_stamp = p.head_stamp;
-      o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)});
+      // Parts are appended in key order as soon as they join the prefix received so far (a range of one part, the
+      // common case, moves straight into the result); the others wait in `parts` by start key.
+      if (!(p.key == o.cursor)) {
+        o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)});
+        return std::nullopt;
+      }
+      typename client_op::part next{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)};
       for (;;) {
+        append(res, next);
+        if (next.inclusive) break;
+        o.cursor = next.hi;
         auto part = o.parts.find(o.cursor);
         if (part == o.parts.end()) return std::nullopt;
-        if (part->second.inclusive) break;
-        o.cursor = part->second.hi;
+        next = std::move(part->second);
+        o.parts.erase(part);
       }
-      for (auto& [lo, part] : o.parts) {
-        res.keys.insert(res.keys.end(), std::make_move_iterator(part.keys.begin()),
-                        std::make_move_iterator(part.keys.end()));
-        res.values.insert(res.values.end(), std::make_move_iterator(part.values.begin()),
-                          std::make_move_iterator(part.values.end()));
-      }
-      o.parts.clear();
     } else {
       res.head_stamp = p.head_stamp;
       res.st = result_status(p.st == status::split_needed ? status::ok : p.st);
@@ -163,6 +172,8 @@ class client {
     int probes_received = 0;
     bool probe_failed = false;
   };
+  /// A flat table: no allocation per operation (moved out before its completion runs, which may issue more).
+  using op_table = absl::flat_hash_map<std::uint64_t, client_op>;
 
   /// The keys an operation still on its way may visit (sequential consistency): from its entry (the head, or a
   /// shortcut's min key) to its largest key (none: unbounded). A flat list, scanned on every issue.
@@ -173,6 +184,18 @@ class client {
     bool via_head = true;
     bool unbounded = false;  // lower_bound / successor: the keys above hi too
   };
+
+  /// Appends a range part to the result (moves its vectors in when the result is still empty).
+  static void append(result_type& res, typename client_op::part& part) {
+    if (res.keys.empty()) {
+      res.keys = std::move(part.keys);
+      res.values = std::move(part.values);
+      return;
+    }
+    res.keys.insert(res.keys.end(), std::make_move_iterator(part.keys.begin()), std::make_move_iterator(part.keys.end()));
+    res.values.insert(res.values.end(), std::make_move_iterator(part.values.begin()),
+                      std::make_move_iterator(part.values.end()));
+  }
 
   static double clock_now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -194,6 +217,11 @@ class client {
     if (p.attempt != o.attempt) return false;
     auto& res = o.result;
     res.head_stamp = std::max(res.head_stamp, p.head_stamp);
+    if (p.probes >= 0 && p.st == status::retry) {
+      // A pass without probes found no key past `key` in the node of the key: again from the head, probing.
+      again = new_pass(o, seq, true);
+      return false;
+    }
     if (p.probes >= 0) {
       // The search's own answer: found in the node of the key, it is the answer (every probed node lies beyond).
       o.probes_expected = p.st == status::ok ? 0 : p.probes;
@@ -213,31 +241,41 @@ class client {
     }
     if (o.probes_expected < 0 || (o.probes_expected > 0 && o.probes_received < o.probes_expected)) return false;
     if (o.probes_expected > 0 && o.probe_failed) {
-      request_type r;
-      r.op = o.op;
-      r.client = me_;
-      r.seq = seq;
-      r.key = o.key;
-      r.attempt = next_pass(o);
-      reenter_at_head(seq);
-      again = std::move(r);
+      again = new_pass(o, seq, true);
       return false;
     }
     if (!res.key) res.st = ordered_map_status::absent;
     return true;
   }
 
-  void deliver_completed(typename std::map<std::uint64_t, client_op>::iterator it) {
+  /// The request of a new pass of a lower_bound / successor from the head (`probing`: it probes the nodes past
+  /// its key's node, for when that node has no key past `key`).
+  request_type new_pass(client_op& o, std::uint64_t seq, bool probing) {
+    request_type r;
+    r.op = o.op;
+    r.client = me_;
+    r.seq = seq;
+    r.key = o.key;
+    r.set(flag::with_probes, probing);
+    r.attempt = next_pass(o);
+    reenter_at_head(seq);
+    return r;
+  }
+
+  void deliver_completed(typename op_table::iterator it) {
     if (opt_.semantics != consistency::sequential) {
       auto o = std::move(it->second);
       ops_.erase(it);
       o.done(std::move(o.result));
       return;
     }
-    // Hold-back queue: deliver in issue order.
-    while (!ops_.empty() && ops_.begin()->second.completed) {
-      auto o = std::move(ops_.begin()->second);
-      ops_.erase(ops_.begin());
+    // Hold-back queue: deliver in issue order (a completion may issue operations: look each one up afresh).
+    for (;;) {
+      auto next = ops_.find(next_delivery_);
+      if (next == ops_.end() || !next->second.completed) return;
+      auto o = std::move(next->second);
+      ops_.erase(next);
+      ++next_delivery_;
       o.done(std::move(o.result));
     }
   }
@@ -292,7 +330,8 @@ class client {
   const ordered_map_options& opt_;
   int me_;
   const bulletin_board<K>& board_;
-  std::map<std::uint64_t, client_op> ops_;
+  op_table ops_;  // the operations issued and not yet delivered, by sequence number
+  std::uint64_t next_delivery_ = 1;  // sequential consistency: the sequence number delivered next
   std::vector<open_region> open_;  // regions of the operations in ops_ not yet completed
   std::uint64_t next_seq_ = 1;
   std::size_t window_;

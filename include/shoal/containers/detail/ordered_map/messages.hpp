@@ -65,6 +65,9 @@ inline constexpr std::uint16_t node_removal = 32;  // internal erase that unlink
 inline constexpr std::uint16_t split_check = 64;   // internal: the target node splits if it holds more than G
 inline constexpr std::uint16_t unmark = 128;       // with split_check: the node's SPLIT went elsewhere; clear the mark
 inline constexpr std::uint16_t probe = 256;        // lower_bound / successor: the first key of the target node
+inline constexpr std::uint16_t with_probes = 512;  // lower_bound / successor: this pass probes (the first one does not)
+inline constexpr std::uint16_t merge = 1024;       // with node_removal: an under-full node gives its keys to its
+                                                   // level-0 predecessor and is unlinked
 }  // namespace flag
 
 /// A request: one operation of one client, or one part of a range query.
@@ -223,6 +226,20 @@ struct set_link {
   }
 };
 
+/// A merge: the keys of an under-full node for its level-0 predecessor (which waits for the node's removal), sent
+/// just before that predecessor's release.
+template <class K, class V>
+struct merge_data {
+  node_ref target;
+  std::vector<K> keys;
+  std::vector<V> values;
+
+  template <class Ar>
+  void fields(Ar& ar) {
+    ar(target, keys, values);
+  }
+};
+
 /// Sent by each waiting predecessor to the node whose min key is deleted, after its last earlier request.
 struct marker {
   node_ref target;
@@ -299,6 +316,7 @@ struct fence_ack {
 
 template <class K, class V>
 using message = std::variant<request<K, V>, reply<K, V>, bounce<K, V>, alloc_request<K>, alloc_reply, node_init<K, V>,
-                             set_link<K>, marker, split_take<K, V>, split_data<K, V>, fence, fence_ack, arrived>;
+                             set_link<K>, marker, split_take<K, V>, split_data<K, V>, fence, fence_ack, arrived,
+                             merge_data<K, V>>;
 
 }  // namespace shoal::detail::ordered_map

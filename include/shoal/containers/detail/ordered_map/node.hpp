@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <random>
 #include <utility>
@@ -58,12 +59,26 @@ struct node {
   bool marked = false;  // pending split through the client: inserts only locally
   std::size_t eager_forwards = 0;  // requests forwarded to other ranks since the last synchronous one (k)
 
-  // held requests and parked operations (rarely used; after the fields every request reads)
-  std::optional<split_data<K, V>> data;
-  std::deque<request<K, V>> held;
-  std::optional<request<K, V>> pending_insert;  // the insert whose split waits for a free node
-  std::optional<request<K, V>> parked_delete;   // min-key delete waiting for its predecessors' markers
-  std::optional<split_take<K, V>> parked_split;  // split waiting for the markers of the relinked predecessors
+  /// Held requests and parked operations: rarely used, so kept out of line (allocated on first use) — a node is
+  /// then about 150 bytes instead of 800, and a rank's nodes stay in cache.
+  struct parked_state {
+    std::optional<split_data<K, V>> data;
+    std::deque<request<K, V>> held;
+    std::optional<request<K, V>> pending_insert;  // the insert whose split waits for a free node
+    std::optional<request<K, V>> parked_delete;   // min-key delete waiting for its predecessors' markers
+    std::optional<split_take<K, V>> parked_split;  // split waiting for the markers of the relinked predecessors
+  };
+  std::unique_ptr<parked_state> parked_storage;
+
+  /// The node's parked state (allocated on first use).
+  parked_state& parked() {
+    if (!parked_storage) parked_storage = std::make_unique<parked_state>();
+    return *parked_storage;
+  }
+  /// The node's parked state, or nullptr when it never had one.
+  parked_state* parked_if_any() const { return parked_storage.get(); }
+  /// Requests that arrived while the node was held back and wait for it.
+  bool holds_requests() const { return parked_storage && !parked_storage->held.empty(); }
 
   int height() const { return static_cast<int>(tower.size()); }
   std::size_t size() const { return keys.size(); }

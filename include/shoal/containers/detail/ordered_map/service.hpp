@@ -15,7 +15,8 @@
 //   service_requests.hpp  a request at a node: entry checks, hop or descend (Listing 1), holding, k, the bottom step
 //   service_reads.hpp     lower_bound / successor probes and range-query parts (Listing 2)
 //   service_split.hpp     insert and split (Figures 5, 6), the allocation ring, linking a new node in
-//   service_erase.hpp     the delete of a node's min key (Figure 7b), markers, unlinking and freeing a node
+//   service_erase.hpp     the delete of a node's min key (Figure 7b), markers, unlinking and freeing a node,
+//                         merging an under-full node into its predecessor
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -73,16 +74,14 @@ class service {
   // ---- network side ------------------------------------------------------------------------------------------
 
   /// A message from another rank.
-  void deliver(std::span<const std::byte> bytes) {
-    chan_.deliver(bytes);
-    pump();
-  }
+  void deliver(std::span<const std::byte> bytes) { chan_.deliver(bytes, dispatcher()); }
 
   // ---- client side -------------------------------------------------------------------------------------------
 
   /// Issues an operation unless the window is full or (sequential consistency) it would have to wait for an earlier
   /// operation of this client; `done` runs once with the result (in issue order under sequential consistency).
-  bool try_issue(const ordered_map_operation<K, V>& spec, completion done) {
+  /// `done` is moved from only when the operation is issued.
+  bool try_issue(const ordered_map_operation<K, V>& spec, completion&& done) {
     auto e = client_.try_issue(spec, std::move(done));
     if (!e) return false;
     enter(std::move(e->req), e->entry);
@@ -147,9 +146,10 @@ class service {
   void handle(fence& f) { chan_.fence_arrived(f); }
   void handle(fence_ack& f) { chan_.fence_acknowledged(f); }
 
-  void pump() {
-    chan_.pump([this](message_type& m) { std::visit([this](auto& x) { handle(x); }, m); });
+  auto dispatcher() {
+    return [this](message_type& m) { std::visit([this](auto& x) { handle(x); }, m); };
   }
+  void pump() { chan_.pump(dispatcher()); }
 
   void enter(request_type&& r, const node_ref& entry) {
     r.target = entry;
@@ -267,6 +267,10 @@ class service {
   void settle(node_type& x);
   bool markers_arrived(std::int32_t client, std::uint64_t seq, const node_ref& target, int expected);
   void remove_if_empty(const node_type& n);
+  std::size_t merge_below() const;
+  void merge_if_under_full(const node_type& n);
+  bool merge_into_predecessor(node_type& t, const request_type& r);
+  void handle(merge_data<K, V>& m);
   void handle(marker& m);
   void min_target_arrived(node_type& t, request_type&& r);
   static int waiting_for(const request_type& r, const node_ref& target);

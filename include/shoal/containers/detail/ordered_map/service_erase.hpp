@@ -16,17 +16,18 @@ namespace shoal::detail::ordered_map {
 /// nothing reaches the node from a waiting predecessor after its marker, so every held request came first.
 template <class K, class V>
 void service<K, V>::settle(node_type& x) {
-  if (x.held_back() || !x.held.empty()) return;
-  if (x.parked_split &&
-      markers_arrived(x.parked_split->client, x.parked_split->seq, x.self, x.parked_split->markers)) {
-    auto take = std::move(*x.parked_split);
-    x.parked_split.reset();
+  auto* ps = x.parked_if_any();
+  if (ps == nullptr || x.held_back() || !ps->held.empty()) return;
+  if (ps->parked_split &&
+      markers_arrived(ps->parked_split->client, ps->parked_split->seq, x.self, ps->parked_split->markers)) {
+    auto take = std::move(*ps->parked_split);
+    ps->parked_split.reset();
     give_lower_half(&x, take);
   }
-  if (x.parked_delete && markers_arrived(x.parked_delete->client, x.parked_delete->seq, x.self,
-                                         waiting_for(*x.parked_delete, x.self))) {
-    auto r = std::move(*x.parked_delete);
-    x.parked_delete.reset();
+  if (ps->parked_delete && markers_arrived(ps->parked_delete->client, ps->parked_delete->seq, x.self,
+                                           waiting_for(*ps->parked_delete, x.self))) {
+    auto r = std::move(*ps->parked_delete);
+    ps->parked_delete.reset();
     finish_min_delete(x, std::move(r));  // may free x: last
   }
 }
@@ -55,6 +56,51 @@ void service<K, V>::remove_if_empty(const node_type& n) {
   enter(std::move(r), head_ref);
 }
 
+/// Merging (deletes leave nodes under-full; without it a list that shrinks keeps its node count): a node whose erase
+/// takes it below merge_below() keys removes itself like an emptied node (node removal, flag::merge), and when the
+/// removal finishes — every predecessor waiting and holding its requests, this node's held queue empty — it sends
+/// its keys to its level-0 predecessor ahead of that predecessor's release. The predecessor covered the keys below
+/// them and, relinked past this node, covers them now; it held every request meanwhile, so none saw the keys gone.
+/// A predecessor that ends above G splits as usual (a merge makes at most G + merge_below() keys: no ping-pong).
+template <class K, class V>
+std::size_t service<K, V>::merge_below() const {
+  return std::max<std::size_t>(2, opt_.granularity / 4);
+}
+
+template <class K, class V>
+void service<K, V>::merge_if_under_full(const node_type& n) {
+  if (n.is_head || n.keys.empty() || n.size() + 1 != merge_below()) return;  // only when it crosses the threshold
+  request_type r = internal_request(op_kind::erase);
+  r.set(flag::node_removal);
+  r.set(flag::merge);
+  r.key = n.min;
+  enter(std::move(r), head_ref);
+}
+
+/// At the end of a merge's node removal: true when `t` gave its keys to its level-0 predecessor and was freed.
+template <class K, class V>
+bool service<K, V>::merge_into_predecessor(node_type& t, const request_type& r) {
+  if (!r.has(flag::merge) || t.is_head || t.keys.empty() || t.size() >= merge_below() || t.marked) return false;
+  auto pred = std::find_if(r.waiters.begin(), r.waiters.end(), [&](const waiter& w) { return w.level == 0; });
+  if (pred == r.waiters.end() || !(pred->target == t.self)) return false;
+  ++stats_.nodes_merged;
+  post(pred->node.rank, merge_data<K, V>{pred->node, std::move(t.keys), std::move(t.values)});
+  t.keys.clear();
+  t.values.clear();
+  unlink_and_free(t, r);
+  return true;
+}
+
+template <class K, class V>
+void service<K, V>::handle(merge_data<K, V>& m) {
+  node_type* a = manager_.get(m.target);
+  if (a == nullptr) throw error("shoal::ordered_map: internal error: a merge's predecessor is gone");
+  a->keys.insert(a->keys.end(), std::make_move_iterator(m.keys.begin()), std::make_move_iterator(m.keys.end()));
+  a->values.insert(a->values.end(), std::make_move_iterator(m.values.begin()),
+                   std::make_move_iterator(m.values.end()));
+  split_check_if_above_g(*a);
+}
+
 template <class K, class V>
 void service<K, V>::handle(marker& m) {
   node_type* t = manager_.get(m.target);
@@ -67,7 +113,7 @@ template <class K, class V>
 void service<K, V>::min_target_arrived(node_type& t, request_type&& r) {
   // Earlier requests of the waiting predecessors may still be on their way here, or held here behind this delete:
   // they go first (settle).
-  t.parked_delete = std::move(r);
+  t.parked().parked_delete = std::move(r);
   settle(t);
 }
 
@@ -92,6 +138,7 @@ void service<K, V>::finish_min_delete(node_type& t, request_type&& r) {
   r.waiters = std::move(mine);
   const bool same_min_ahead = t.keys.empty() && !t.is_head && t.tower[0].has_next() && t.tower[0].next_min == r.key;
   if (same_min_ahead && !r.has(flag::node_removal)) return pass_on(t, std::move(r), std::move(beyond));
+  if (beyond.empty() && merge_into_predecessor(t, r)) return post_reply(reply_for(r, status::ok));
   const bool found = !r.has(flag::node_removal) && t.erase(r.key);
   if (t.keys.empty() && !t.is_head) {
     // A node removal of N in front of M (same min key): M's waiting predecessors above N's tower still wait for
@@ -153,7 +200,8 @@ void service<K, V>::unlink_and_free(node_type& t, const request_type& r) {
     post(w.node.rank, set_link<K>{w.node, w.level, l.next, l.next_min, false, true, fenced});
   }
   board_.remove(t.min, t.self);
-  auto held = std::move(t.held);
+  std::deque<request_type> held;
+  if (auto* ps = t.parked_if_any()) held = std::move(ps->held);
   ++stats_.nodes_freed;
   manager_.release(t.self.slot);
   for (auto& q : held) send_back(std::move(q));

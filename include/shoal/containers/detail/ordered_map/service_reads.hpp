@@ -8,6 +8,10 @@
 // over the link every later operation for that node takes, like a range part. The client takes X's answer, else the
 // smallest probe answer. An empty probed node (a stale SPLIT's node waiting for removal) cannot say what lies behind
 // it: the operation runs again from the head.
+// Probes cost 2 messages per level, and are needed only when X holds no key >= k (> k), which is rare (about one key
+// in G'): so the first pass sends none and X answers from its own keys; when X has none past k and is not the last
+// node, the client runs the operation again from the head with flag::with_probes (the probing pass above). X's own
+// answer is atomic at X, and any key between k and it would be in X, so it is right in head order too.
 //
 // Range queries (Listing 2): a range splits at every tower level whose next node starts inside it; each node replies
 // with its part, and the client reassembles the parts in key order.

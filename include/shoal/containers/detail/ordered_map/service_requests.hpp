@@ -20,7 +20,7 @@ void service<K, V>::handle(request_type& r) {
   node_type* x = manager_.get(r.target);
   if (x == nullptr) return send_back(std::move(r));
   if (x->held_back()) {
-    x->held.push_back(std::move(r));
+    x->parked().held.push_back(std::move(r));
     return;
   }
   run(*x, r);
@@ -31,9 +31,10 @@ void service<K, V>::drain(const node_ref& ref) {
   for (;;) {
     node_type* x = manager_.get(ref);
     if (x == nullptr || x->held_back()) return;
-    if (x->held.empty()) return settle(*x);
-    auto r = std::move(x->held.front());
-    x->held.pop_front();
+    if (!x->holds_requests()) return settle(*x);
+    auto& held = x->parked().held;
+    auto r = std::move(held.front());
+    held.pop_front();
     run(*x, r);
   }
 }
@@ -70,7 +71,7 @@ void service<K, V>::run(node_type& x, request_type& r) {
       if (reads_only(r.op) && opt_.semantics == consistency::none && jump(x, l, r)) return;
       return forward(x, l.next, lvl, std::move(r));
     }
-    if (seeks_neighbour(r.op) && l.has_next() && !(l.next == r.probed)) send_probe(x, lvl, r);
+    if (r.has(flag::with_probes) && l.has_next() && !(l.next == r.probed)) send_probe(x, lvl, r);
     if (r.op == op_kind::erase && l.has_next() && l.next_min == r.key) {
       // Figure 7(b): the next node's min key is deleted; this level waits until the delete has finished there.
       ++x.waiting_levels;
@@ -150,12 +151,15 @@ void service<K, V>::at_bottom(node_type& x, request_type&& r) {
     case op_kind::erase: {
       const bool found = !r.has(flag::node_removal) && x.erase(r.key);
       if (found) remove_if_empty(x);  // its min key was not a key (a SPLIT's new node), its last key was
+      if (found) merge_if_under_full(x);
       return post_reply(reply_for(r, found ? status::ok : status::absent));
     }
     case op_kind::lower_bound:
     case op_kind::successor: {
       reply_type p = first_key_from(x, r);
       p.probes = r.probes;
+      // A pass without probes answers only from the node of its key; past its last key it runs again, probing.
+      if (p.st == status::absent && !r.has(flag::with_probes) && x.tower[0].has_next()) p.st = status::retry;
       return post_reply(std::move(p));
     }
     default: return;

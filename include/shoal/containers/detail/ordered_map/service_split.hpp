@@ -36,7 +36,7 @@ void service<K, V>::local_insert(node_type& x, request_type&& r) {
   split_heights_[x.self] = {h, before};
   const int first = start == me_ ? node_manager<K, V>::next_in_ring(me_, 0, np_) : start;
   const int hops = start == me_ ? 1 : 0;
-  x.pending_insert = std::move(r);
+  x.parked().pending_insert = std::move(r);
   if (first < 0) return on_alloc(x, node_ref{});
   post(first, alloc_request<K>{x.self, start, hops, h, before, x.min});
 }
@@ -55,8 +55,9 @@ void service<K, V>::prepare_new(node_type& n, int height, bool before, const K& 
 template <class K, class V>
 void service<K, V>::on_alloc(node_type& x, const node_ref& granted) {
   x.allocating = false;
-  auto r = std::move(*x.pending_insert);
-  x.pending_insert.reset();
+  auto& pending = x.parked().pending_insert;
+  auto r = std::move(*pending);
+  pending.reset();
   const auto ps = split_heights_[x.self];
   split_heights_.erase(x.self);
   complete_split(x, std::move(r), granted, ps);
@@ -175,7 +176,7 @@ void service<K, V>::handle(split_take<K, V>& m) {
   if (mk == nullptr) return give_lower_half(nullptr, m);
   // The hand-off waits for the relinked predecessors' markers and for every request this node already holds:
   // all of them were sent before the split passed, so they must find the keys where they were.
-  mk->parked_split = std::move(m);
+  mk->parked().parked_split = std::move(m);
   settle(*mk);
 }
 
@@ -197,7 +198,7 @@ template <class K, class V>
 void service<K, V>::handle(split_data<K, V>& m) {
   node_type* n = manager_.get(m.target);
   if (n == nullptr) return;
-  n->data = std::move(m);
+  n->parked().data = std::move(m);
   n->data_missing = false;
   maybe_activate(*n);
 }
@@ -218,14 +219,15 @@ void service<K, V>::handle(set_link<K>& m) {
 template <class K, class V>
 void service<K, V>::maybe_activate(node_type& n) {
   if (!n.initializing || n.links_missing > 0 || n.data_missing) return;
-  auto& d = *n.data;
+  auto& data = n.parked().data;
+  auto& d = *data;
   n.keys = std::move(d.keys);
   n.values = std::move(d.values);
   if (d.giver.valid()) {
     for (auto& l : n.tower)
       if (l.next == d.giver) l.next_min = d.giver_min;
   }
-  n.data.reset();
+  data.reset();
   n.initializing = false;
   board_.post(n.min, n.self, n.height());
   split_check_if_above_g(n);

@@ -97,13 +97,12 @@ template <class K, class V>
 struct codec {
   using message_type = message<K, V>;
 
-  static std::vector<std::byte> encode(const message_type& m) {
-    std::vector<std::byte> out;
-    out.reserve(64);
+  /// Writes `m` into `out` (cleared first: the sender reuses one buffer, no allocation once warm).
+  static void encode(const message_type& m, std::vector<std::byte>& out) {
+    out.clear();
     field_writer w(out);
     w(static_cast<std::uint8_t>(m.index()));
     std::visit([&](const auto& x) { w(x); }, m);
-    return out;
   }
 
   static message_type decode(std::span<const std::byte> bytes) {
@@ -115,16 +114,9 @@ struct codec {
   template <std::size_t... I>
   static message_type decode_as(field_reader& r, std::uint8_t tag, std::index_sequence<I...>) {
     message_type out;
-    const bool found = ((tag == I ? (out = take<std::variant_alternative_t<I, message_type>>(r), true) : false) || ...);
+    const bool found = ((tag == I ? (r(out.template emplace<I>()), true) : false) || ...);  // read in place
     if (!found) throw error("shoal::ordered_map: unknown message tag " + std::to_string(tag));
     return out;
-  }
-
-  template <class T>
-  static T take(field_reader& r) {
-    T x{};
-    r(x);
-    return x;
   }
 };
 
