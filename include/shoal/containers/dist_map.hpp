@@ -44,7 +44,8 @@
 //   single operation, owner remote       M = 2 (request, reply); post_<op>: M = 1. Futures: one allocation per 64
 //                                        of one operation type (their states live in chunks)
 //   single operation, owner is this rank  M = 0 (runs inline)
-//   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline)
+//   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline). An
+//                                        owner's part above the AM buffer (64 KiB) travels alone, received blocking
 //   wait()                                M = 2 per owner addressed since the last wait
 //   flush()                               wait() + B = 1;   for_all / reduce / size: flush() + B = 1 or an allreduce
 // Blocking factor L (dist_map_options::blocking_factor): after L requests the next one first calls wait().
