@@ -2,10 +2,11 @@
 //
 // With m = ceil(sqrt(C-1)), x = i·m + j and A^x ≡ B ⇔ A^j ≡ B·(A^-m)^i. Baby steps: every rank inserts its share of
 // (A^j → j), j < m, in batches of `batch` steps (insert_or_update_batch with min, run at the owner: one message per
-// owner and batch; the owner keeps the smallest j of a repeated power). Giant steps in rounds: in round t rank r
-// evaluates B·(A^-m)^i for the `chunk` values of i starting at (t·p + r)·chunk and looks them up with find_batch in
-// batches of `batch` keys, all in flight at once; an allreduce(min) ends the search at the first round with a match,
-// which holds the smallest i — so the answer is the smallest x, the same at every rank count.
+// owner and batch; the owner keeps the smallest j of a repeated power), into shards reserved for their share. Giant
+// steps in rounds: in round t rank r evaluates B·(A^-m)^i for the `chunk` values of i starting at (t·p + r)·chunk
+// and looks them up with find_batch in batches of `batch` keys, all in flight at once; an allreduce(min) ends the
+// search at the first round with a match, which holds the smallest i — so the answer is the smallest x, the same at
+// every rank count.
 // Collective: every rank calls solve_parallel with the same arguments.
 #pragma once
 
@@ -43,6 +44,7 @@ parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14, u64 bat
 
   shoal::barrier();
   double t0 = MPI_Wtime();
+  baby.local_reserve(m / np + m / (8 * np) + 1024);  // this rank's share of the keys and some: no rehash on the way
   const u64 lo = m * me / np, hi = m * (me + 1) / np;
   u64 power = pow_mod(a, lo, c);
   std::vector<std::pair<u64, u64>> steps;  // (A^j, j)

@@ -37,6 +37,7 @@
 //                                                    close(); the servers serve until every client has closed
 //   owner(k), is_owner(), team()         any rank    placement
 //   local_for_each(fn), local_size()     any rank    this rank's shard only: entries (key-value pairs) stored here
+//   local_reserve(n)                     any rank    room for n keys in this rank's shard (no message)
 //   size()                               collective  entries in the whole map (flush first)
 //   for_all(fn), reduce(identity, map, op)
 //                                        collective  flush first, then every rank's shard
