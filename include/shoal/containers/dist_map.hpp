@@ -201,28 +201,43 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
       return inserted ? status::inserted : status::existing;
     }
   };
+  // With room, assign and upsert look the key up once: try_emplace leaves `value` alone when the key is present (as
+  // std::unordered_map::try_emplace; both local tables forward it), so it is still there for the assignment / fn.
   struct assign_op {
     using wire = status;
     static wire apply(engine& t, int, K key, V value) {
-      if (V* stored = t.shard().find(key)) {
+      if (t.room() == 0) {
+        V* stored = t.shard().find(key);
+        if (!stored) return status::rejected;
         *stored = std::move(value);
         return status::existing;
       }
-      if (t.room() == 0) return status::rejected;
-      t.shard().try_emplace(std::move(key), std::move(value));
-      t.add_entries(1);
-      return status::inserted;
+      auto [stored, inserted] = t.shard().try_emplace(std::move(key), std::move(value));
+      if (inserted) {
+        t.add_entries(1);
+        return status::inserted;
+      }
+      *stored = std::move(value);
+      return status::existing;
     }
   };
   template <class F>
   struct upsert_op {
     using wire = status;
     static wire apply(engine& t, int, K key, V value) {
-      if (V* stored = t.shard().find(key)) {
+      if (t.room() == 0) {
+        V* stored = t.shard().find(key);
+        if (!stored) return status::rejected;
         F{}(*stored, std::move(value));
         return status::existing;
       }
-      return insert_op::apply(t, 0, std::move(key), std::move(value));
+      auto [stored, inserted] = t.shard().try_emplace(std::move(key), std::move(value));
+      if (inserted) {
+        t.add_entries(1);
+        return status::inserted;
+      }
+      F{}(*stored, std::move(value));
+      return status::existing;
     }
   };
   struct find_op {
