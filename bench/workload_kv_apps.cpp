@@ -1,8 +1,9 @@
 // Workloads `kv`, `bsgs` and `scatter`: the applications of the K-V storage and CSE_Hash papers on dist_map.
 //   kv       the K-V paper's speedup table: every (clients, servers) split with clients + servers <= ranks, each
-//            client replaying its own generated trace (--size requests, default 50,000), Mreq/s beside the
-//            1 client x 1 server run of the same process set (the paper's "serial"); and 1 x 1 beside the per-core
-//            replay of the same trace into one local table
+//            client replaying its own generated trace (--size requests, default 50,000; blocks of L = 100 requests,
+//            PUTs and GETs batched per server, kv_trace/replay.hpp), Mreq/s beside the 1 client x 1 server run of
+//            the same process set (the paper's "serial"); and 1 x 1 beside the per-core replay of the same trace
+//            into one local table
 //   bsgs     parallel baby-step giant-step with --size baby steps (default 2^18: C = largest prime below 2^36)
 //            beside the sequential BSGS on one core (same answer checked)
 //   scatter  CSE_Hash's matrix scatter of a random matrix with --size rows (default 50,000, 10 non-zeros per row),

@@ -515,4 +515,48 @@ TEST(dist_map, keyed_futures_keep_issue_order_per_owner) {
   mm.flush();
 }
 
+TEST(dist_map, assign_and_update_batches_apply_in_input_order) {
+  const int me = shoal::rank();
+  shoal::dist_map<u64, u64> m;
+  const u64 n = 200;
+  m.local_reserve(2 * n);  // a hint: nothing stored, and the shard still grows past it
+  std::vector<std::pair<u64, u64>> pairs;
+  for (u64 k = 0; k < n; ++k) pairs.emplace_back(key_of(me, k), k);
+  EXPECT_EQ(m.insert_or_assign_batch(pairs), (shoal::batch_insert_result{n, 0, 0}));
+  // Every key twice in one batch, then once more: the last value of each key stays; the first pair of a key in the
+  // batch assigns, the second assigns again.
+  pairs.clear();
+  for (u64 k = 0; k < n; ++k) pairs.emplace_back(key_of(me, k), 1000 + k);
+  for (u64 k = 0; k < n + 10; ++k) pairs.emplace_back(key_of(me, k), 2000 + k);
+  EXPECT_EQ(m.insert_or_assign_batch(pairs), (shoal::batch_insert_result{10, 2 * n, 0}));
+  std::vector<u64> keys;
+  for (u64 k = 0; k < n + 10; ++k) keys.push_back(key_of(me, k));
+  auto found = m.find_batch(keys);
+  for (u64 k = 0; k < n + 10; ++k) EXPECT_EQ(found[k], std::optional<u64>(2000 + k)) << "key " << k;
+  // Update with min: pairs of one key in one batch meet the stored value in input order.
+  pairs.clear();
+  for (u64 k = 0; k < n + 20; ++k) pairs.emplace_back(key_of(me, k), 3000 + k);   // larger: no change
+  for (u64 k = 0; k < n + 20; k += 2) pairs.emplace_back(key_of(me, k), k);       // smaller: taken
+  auto keep_min = [](u64& stored, u64 v) { stored = std::min(stored, v); };
+  const auto r = m.async_insert_or_update_batch(pairs, keep_min).get();
+  EXPECT_EQ(r.inserted, 10u);
+  EXPECT_EQ(r.existing, pairs.size() - 10);
+  keys.clear();
+  for (u64 k = 0; k < n + 20; ++k) keys.push_back(key_of(me, k));
+  found = m.find_batch(keys);
+  for (u64 k = 0; k < n + 20; ++k) {
+    const u64 want = k % 2 == 0 ? k : (k < n + 10 ? 2000 + k : 3000 + k);
+    EXPECT_EQ(found[k], std::optional<u64>(want)) << "key " << k;
+  }
+  EXPECT_EQ(m.size(), static_cast<std::size_t>(n + 20) * static_cast<std::size_t>(shoal::size()));
+  // Capacity: what does not fit is counted, nothing else changes.
+  shoal::dist_map_options small;
+  small.capacity_per_rank = 1;
+  shoal::dist_map<u64, u64> tight(small);
+  tight.local_reserve(100);  // room, not capacity: capacity_per_rank still counts
+  const auto t = tight.insert_or_assign_batch(std::vector<std::pair<u64, u64>>{{key_of(me, 1), 1}});
+  EXPECT_EQ(t.inserted + t.rejected, 1u);
+  tight.flush();
+}
+
 }  // namespace

@@ -1,6 +1,10 @@
 // The dist_map applications at 1-4 ranks: parallel BSGS against the sequential solver, the matrix scatter (both
-// the dist_multimap and the MPI_Alltoallv version) verified row by row, and K-V trace replay on the service layout.
+// the dist_multimap and the MPI_Alltoallv version) verified row by row, and K-V trace replay on the service layout
+// (batched: GETs that follow or precede a PUT of the same key in one block see exactly what the trace order says).
 #include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
 
 #include "bsgs/parallel_bsgs.hpp"
 #include "kv_trace/replay.hpp"
@@ -56,6 +60,68 @@ TEST(kv_trace, clients_replay_against_servers) {
   EXPECT_EQ(r.wrong, 0u);
   const auto lin = kv_trace::run_service<shoal::local::linear>(servers, clients, 0, trace_of);
   EXPECT_EQ(lin.wrong, 0u);
+}
+
+// A trace of client `client` whose keys are its own (client * 1000 + k) and whose blocks mix every order of a PUT and a
+// GET of one key: GET after PUT, GET between two PUTs, two PUTs then a GET, GET then PUT then GET.
+std::vector<kv_trace::request> ordered_trace(int client) {
+  const auto key = [&](int k) { return std::to_string(static_cast<std::uint64_t>(client) * 1000 + 1 + k); };
+  std::ostringstream text;
+  text << "# order test\n";
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 12; ++k) text << "PUT " << key(k) << " " << round * 100 + k << "\n";
+    text << "GET " << key(0) << "\n";                                           // after its PUT
+    text << "PUT " << key(0) << " " << round * 100 + 50 << "\nGET " << key(0) << "\n";
+    text << "GET " << key(1) << "\nPUT " << key(1) << " " << round * 100 + 51 << "\n";  // GET then PUT
+    text << "GET " << key(1) << "\n";
+    text << "PUT " << key(2) << " 7\nPUT " << key(2) << " " << round * 100 + 52 << "\nGET " << key(2) << "\n";
+    for (int k = 3; k < 12; ++k) text << "GET " << key(k) << "\n";
+    for (int k = 3; k < 12; k += 2) {
+      text << "PUT " << key(k) << " " << round * 100 + 60 + k << "\nGET " << key(k) << "\n";
+    }
+  }
+  std::istringstream in(text.str());
+  return kv_trace::read_trace(in, "ordered");
+}
+
+TEST(kv_trace, batched_replay_keeps_the_trace_order) {
+  const int np = shoal::size();
+  const int servers = np == 1 ? 1 : np / 2;
+  const int clients = np == 1 ? 1 : np - servers;
+  const auto trace = ordered_trace(0);
+  for (std::size_t block : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{40},
+                            std::size_t{100}, std::size_t{0}}) {
+    const auto r = kv_trace::run_service<shoal::local::flat>(servers, clients, block, ordered_trace);
+    EXPECT_EQ(r.requests, trace.size() * static_cast<std::size_t>(clients)) << block;
+    EXPECT_EQ(r.wrong, 0u) << "block " << block;
+    // Co-located: every rank replays its own trace into one map; its keys go to every owner.
+    shoal::dist_map<std::uint64_t, std::uint64_t> m;
+    const auto mine = ordered_trace(shoal::rank());
+    const auto got = kv_trace::replay(m, mine, block);
+    m.flush();
+    EXPECT_EQ(got.wrong, 0u) << "block " << block;
+    if (block == 1) {
+      EXPECT_EQ(got.segments, mine.size());
+    }
+  }
+  // The whole trace as one block: a segment ends before each PUT of a key that a GET of the open segment read —
+  // round 0: PUT key 0 (after GET 0), PUT key 1 (after GET 1), PUT key 3 (after GET 3..11); rounds 1 and 2 also at
+  // their first PUT of key 3 (GET 3, 5, 7, 9, 11 of the round before are still open): 11 cuts, 12 segments.
+  shoal::dist_map<std::uint64_t, std::uint64_t> m;
+  const auto mine = ordered_trace(shoal::rank());
+  const auto whole = kv_trace::replay(m, mine, 0);
+  EXPECT_EQ(whole.wrong, 0u);
+  EXPECT_EQ(whole.segments, 12u);
+  // The check is live: a wrong expected value is counted (so is a GET that would see a later PUT).
+  auto broken = mine;
+  for (auto& r : broken) {
+    if (r.kind == kv_trace::op_kind::get) {
+      ++r.expected;
+      break;
+    }
+  }
+  EXPECT_EQ(kv_trace::replay(m, broken, 5).wrong, 1u);
+  m.flush();
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("--traces", prefix, "read client i's trace from <prefix>_<i>.trace (shoal-kv-tracegen)");
   app.add_option("--ops", ops, "requests per generated trace (without --traces)");
   app.add_option("--seed", seed, "seed of client 0's generated trace (client i: seed + i)");
-  app.add_option("-L,--blocking-factor", blocking_factor, "requests a client sends before it waits");
+  app.add_option("-L,--blocking-factor", blocking_factor,
+                 "requests a client sends before it waits (0: the whole trace)");
   app.add_option("--table", table, "servers' local table: flat or linear")->check(CLI::IsMember({"flat", "linear"}));
   try {
     app.parse(argc, argv);

@@ -27,12 +27,17 @@
 //   insert_batch(range of (k, v)) -> batch_insert_result, find_batch(keys) / erase_batch(keys) -> vector<optional<V>>
 //                                        any rank    (and async_ forms): one message per owner, replies merged in
 //                                                    input order
+//   insert_or_assign_batch(range of (k, v)), insert_or_update_batch(range of (k, v), fn) -> batch_insert_result
+//                                        any rank    (and async_ forms): the single operation per pair, one message
+//                                                    per owner; pairs of one key apply in input order (existing
+//                                                    counts the assigned / updated keys)
 //   wait()                               any rank    completes this rank's operations (CSE_Hash HASH_Wait)
 //   flush()                              collective  completes everyone's (HASH_Flush)
 //   serve() / close()                    collective  service layout: the servers call serve(), every client calls
 //                                                    close(); the servers serve until every client has closed
 //   owner(k), is_owner(), team()         any rank    placement
 //   local_for_each(fn), local_size()     any rank    this rank's shard only: entries (key-value pairs) stored here
+//   local_reserve(n)                     any rank    room for n keys in this rank's shard (no message)
 //   size()                               collective  entries in the whole map (flush first)
 //   for_all(fn), reduce(identity, map, op)
 //                                        collective  flush first, then every rank's shard
@@ -40,7 +45,8 @@
 //   single operation, owner remote       M = 2 (request, reply); post_<op>: M = 1. Futures: one allocation per 64
 //                                        of one operation type (their states live in chunks)
 //   single operation, owner is this rank  M = 0 (runs inline)
-//   batch of n keys over d owners         M = 2d
+//   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline). An
+//                                        owner's part above the AM buffer (64 KiB) travels alone, received blocking
 //   wait()                                M = 2 per owner addressed since the last wait
 //   flush()                               wait() + B = 1;   for_all / reduce / size: flush() + B = 1 or an allreduce
 // Blocking factor L (dist_map_options::blocking_factor): after L requests the next one first calls wait().
@@ -142,6 +148,28 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
 
   // ---- batches (one message per owner) ---------------------------------------------------------------------------
 
+  /// insert_or_assign of every (key, value) of a random-access range of pairs, one message per owner; pairs with the
+  /// same key apply in input order (the last value stays). Counts: inserted, existing (assigned), rejected.
+  template <std::ranges::random_access_range Range>
+  batch_insert_result insert_or_assign_batch(const Range& pairs) {
+    return async_insert_or_assign_batch(pairs).get();
+  }
+  template <std::ranges::random_access_range Range>
+  future<batch_insert_result> async_insert_or_assign_batch(const Range& pairs) {
+    return this->template pair_batch<assign_batch_op, V>(pairs);
+  }
+
+  /// insert_or_update of every (key, value) of a random-access range of pairs (fn(V& stored, V v) at the owner for a
+  /// key present), one message per owner, in input order per key. Counts: inserted, existing (updated), rejected.
+  template <std::ranges::random_access_range Range, detail::owner_function F>
+  batch_insert_result insert_or_update_batch(const Range& pairs, F fn) {
+    return async_insert_or_update_batch(pairs, fn).get();
+  }
+  template <std::ranges::random_access_range Range, detail::owner_function F>
+  future<batch_insert_result> async_insert_or_update_batch(const Range& pairs, F) {
+    return this->template pair_batch<upsert_batch_op<F>, V>(pairs);
+  }
+
   /// The value of every key of a random-access range, in order.
   template <std::ranges::random_access_range Range>
   std::vector<std::optional<V>> find_batch(const Range& keys) {
@@ -173,28 +201,43 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
       return inserted ? status::inserted : status::existing;
     }
   };
+  // With room, assign and upsert look the key up once: try_emplace leaves `value` alone when the key is present (as
+  // std::unordered_map::try_emplace; both local tables forward it), so it is still there for the assignment / fn.
   struct assign_op {
     using wire = status;
     static wire apply(engine& t, int, K key, V value) {
-      if (V* stored = t.shard().find(key)) {
+      if (t.room() == 0) {
+        V* stored = t.shard().find(key);
+        if (!stored) return status::rejected;
         *stored = std::move(value);
         return status::existing;
       }
-      if (t.room() == 0) return status::rejected;
-      t.shard().try_emplace(std::move(key), std::move(value));
-      t.add_entries(1);
-      return status::inserted;
+      auto [stored, inserted] = t.shard().try_emplace(std::move(key), std::move(value));
+      if (inserted) {
+        t.add_entries(1);
+        return status::inserted;
+      }
+      *stored = std::move(value);
+      return status::existing;
     }
   };
   template <class F>
   struct upsert_op {
     using wire = status;
     static wire apply(engine& t, int, K key, V value) {
-      if (V* stored = t.shard().find(key)) {
+      if (t.room() == 0) {
+        V* stored = t.shard().find(key);
+        if (!stored) return status::rejected;
         F{}(*stored, std::move(value));
         return status::existing;
       }
-      return insert_op::apply(t, 0, std::move(key), std::move(value));
+      auto [stored, inserted] = t.shard().try_emplace(std::move(key), std::move(value));
+      if (inserted) {
+        t.add_entries(1);
+        return status::inserted;
+      }
+      F{}(*stored, std::move(value));
+      return status::existing;
     }
   };
   struct find_op {
@@ -231,12 +274,14 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
       }
     }
   };
-  struct insert_batch_op {
+  /// A batch of one single (key, value) operation: Single for every pair the owner received, in order, counted.
+  template <class Single>
+  struct counted_pair_batch_op {
     using wire = batch_insert_result;
     static wire apply(engine& t, int, std::vector<K> keys, std::vector<V> values) {
       batch_insert_result r;
       for (std::size_t i = 0; i < keys.size(); ++i) {
-        switch (insert_op::apply(t, 0, std::move(keys[i]), std::move(values[i]))) {
+        switch (Single::apply(t, 0, std::move(keys[i]), std::move(values[i]))) {
           case status::inserted: ++r.inserted; break;
           case status::existing: ++r.existing; break;
           case status::rejected: ++r.rejected; break;
@@ -245,6 +290,10 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
       return r;
     }
   };
+  using insert_batch_op = counted_pair_batch_op<insert_op>;
+  using assign_batch_op = counted_pair_batch_op<assign_op>;
+  template <class F>
+  using upsert_batch_op = counted_pair_batch_op<upsert_op<F>>;
   using find_batch_op = detail::per_key_batch_op<find_op>;
   using erase_batch_op = detail::per_key_batch_op<erase_op>;
 

@@ -23,7 +23,8 @@
 //                                        any rank    as dist_map
 //   insert_batch(range of (k, v)) -> batch_insert_result; find_batch(keys) / erase_batch(keys) -> vector<vector<V>>
 //                                        any rank
-//   wait(), local_for_each, local_size   any rank    as dist_map
+//   wait(), local_for_each, local_size, local_reserve
+//                                        any rank    as dist_map
 //   flush(), serve() / close(), for_all, reduce, size
 //                                        collective  as dist_map
 // Sizes count key-value pairs, as std::unordered_multimap::size: a key with three values counts 3 in size() (the

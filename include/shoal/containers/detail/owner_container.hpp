@@ -77,6 +77,11 @@ class owner_container {
 
   /// Entries (key-value pairs) stored on this rank.
   std::size_t local_size() const { return t_.entries(); }
+  /// Makes room in this rank's shard for `keys` keys without growing (no message; a hint: a no-op on ranks that
+  /// store nothing, and the shard still grows past it).
+  void local_reserve(std::size_t keys) {
+    if (t_.owns_shard()) t_.shard().reserve(keys);
+  }
   /// Calls fn(const K&, Stored&) for every key of this rank's shard.
   template <class F>
   void local_for_each(F&& fn) {
