@@ -36,8 +36,7 @@ namespace shoal::detail {
 /// `sleep_step` per poll (a yield alone does not let a busy peer run under Linux's scheduler; a wait that has already
 /// lasted that long pays at most one step more). It sleeps only when the environment decided that waits may
 /// (detail/wait_sleep.hpp: this machine runs more of the job's ranks than the CPUs they may run on); otherwise it
-/// keeps yielding, since a sleep would only hand the CPU to other processes and wake late (under load from other
-/// processes, sleeping ranks ran 1-3 % of the time). A poll that received something (progress_arrivals moved)
+/// keeps yielding, since a sleep would only hand the CPU to other processes and wake late. A poll that received something (progress_arrivals moved)
 /// starts the count again: a rank that serves a stream of requests while it waits (rpc) stays hot between them.
 /// Construct one per wait; call it once per unsuccessful poll.
 class spin_waiter {

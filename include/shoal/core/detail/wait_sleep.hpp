@@ -4,8 +4,8 @@
 // A wait sleeps only so that a rank sharing its CPU with another rank of the job lets that rank run (Linux does not
 // hand the CPU over on a yield alone). That happens only when this machine runs more of the job's ranks than the
 // CPUs they may run on. Otherwise a sleep helps no rank and costs a great deal when other processes keep the CPUs
-// busy: the sleeping rank gives its CPU to them and wakes late, so under such load the ranks ran 1-3 % of the time
-// and active-message throughput collapsed. So the waits then only spin and yield.
+// busy: the sleeping rank gives its CPU to them and wakes late (docs/am.md, "Waits under load from other
+// processes"). So the waits then only spin and yield.
 //
 // "This machine" is every rank of the job that sees the same kernel (/proc/sys/kernel/random/boot_id, else the
 // processor name): ranks on emulated hosts (network namespaces on one machine, scripts/multihost.sh) or containers
