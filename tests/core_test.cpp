@@ -102,6 +102,44 @@ TEST(Progress, WaitUntilCallsTheConditionUntilItHolds) {
   shoal::deallocate(words[static_cast<std::size_t>(me())]);
 }
 
+
+// The rule of detail/wait_sleep.hpp: waits sleep only when the machine runs more ranks than it has CPUs for them (a
+// sleeping waiter then lets a rank that shares its CPU run); an unknown CPU count (0) is the safe side, sleeping.
+TEST(Waits, SleepOnlyWithMoreRanksOnTheMachineThanCpus) {
+  using shoal::detail::waits_may_sleep;
+  EXPECT_FALSE(waits_may_sleep(1, 1));
+  EXPECT_FALSE(waits_may_sleep(1, 2));
+  EXPECT_FALSE(waits_may_sleep(2, 2)) << "a CPU per rank: waits spin and yield";
+  EXPECT_TRUE(waits_may_sleep(3, 2));
+  EXPECT_TRUE(waits_may_sleep(4, 2)) << "4 ranks on 2 cores (the oversubscribed tests): waits sleep";
+  EXPECT_TRUE(waits_may_sleep(2, 1));
+  EXPECT_FALSE(waits_may_sleep(64, 128));
+  EXPECT_TRUE(waits_may_sleep(129, 128));
+  EXPECT_TRUE(waits_may_sleep(1, 0)) << "unknown CPU count";
+  static_assert(!waits_may_sleep(2, 2) && waits_may_sleep(4, 2));
+}
+
+// The environment's decision: this machine holds at least this node's ranks (emulated hosts share one machine),
+// their CPUs are at least one and at most what the machine has, and the decision is the rule's unless
+// SHOAL_WAIT_SLEEP set it; every rank of a machine decides alike.
+TEST(Waits, EnvironmentDecidesByTheRule) {
+  const auto& w = shoal::detail::rt().waits;
+  EXPECT_GE(w.ranks, shoal::node_team().size());
+  EXPECT_LE(w.ranks, np());
+  EXPECT_GE(w.cpus, 1);
+  EXPECT_LE(w.cpus, static_cast<int>(std::thread::hardware_concurrency()));
+  const char* forced = std::getenv("SHOAL_WAIT_SLEEP");
+  if (forced == nullptr || *forced == '\0' || std::string(forced) == "auto") {
+    EXPECT_FALSE(w.forced);
+    EXPECT_EQ(w.sleep, shoal::detail::waits_may_sleep(w.ranks, w.cpus));
+  } else {
+    EXPECT_TRUE(w.forced);
+    EXPECT_EQ(w.sleep, shoal::detail::parse_flag(forced, "SHOAL_WAIT_SLEEP"));
+  }
+  const auto& nodes = shoal::node_team();
+  EXPECT_EQ(nodes.allreduce(w.ranks, shoal::op::max{}), nodes.allreduce(w.ranks, shoal::op::min{}));
+  EXPECT_NE(shoal::describe_paths().find("long waits"), std::string::npos) << shoal::describe_paths();
+}
 TEST(GlobalPtr, ArithmeticComparisonNull) {
   shoal::global_ptr<int> null;
   EXPECT_TRUE(null.is_null());

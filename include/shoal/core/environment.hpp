@@ -128,6 +128,7 @@ class environment {
       SHOAL_MPI(MPI_Comm_set_errhandler(r->node_comm, MPI_ERRORS_RETURN));
       SHOAL_MPI(MPI_Comm_rank(r->node_comm, &r->node_rank));
       SHOAL_MPI(MPI_Comm_size(r->node_comm, &r->node_size));
+      r->waits = detail::decide_wait_sleep(r->comm);
 
       const std::size_t requested =
           opts.heap_size ? *opts.heap_size : detail::env_size("SHOAL_HEAP_SIZE").value_or(default_heap_size);

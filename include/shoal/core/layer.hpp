@@ -23,7 +23,7 @@
 //                                  sends and starts no new work (docs/core.md, "Handlers that wait")
 //   layer::size_setting(variable)  a size read from an environment variable with the core's strict parser (bytes,
 //                                  optional K/M/G/T; a bad value is a usage_error naming the variable)
-//   layer::wait(request)           waits for an MPI request the way every shoal wait does (progress, yield, sleep)
+//   layer::wait(request)           waits for an MPI request the way every shoal wait does (progress, yield, maybe sleep)
 //   layer::backoff                 that wait's back-off alone, for a loop that polls by its own means and must not
 //                                  run shoal::progress() (the active-message layer's wait for a free send slot)
 //   layer::future_state<T>         the shared state behind a shoal::future<T> that a layer completes itself (an rpc
@@ -102,7 +102,8 @@ inline std::optional<std::size_t> size_setting(const char* variable) { return de
 inline void wait(MPI_Request& request) { detail::wait_request(request); }
 
 /// The back-off of shoal's waits without the progress: construct one per wait, call it once per poll with whether
-/// the poll achieved anything (after 64 fruitless polls it yields, after 4,096 it sleeps 20 us per poll).
+/// the poll achieved anything (after 64 fruitless polls it yields; after 4,096 it sleeps 20 us per poll when this
+/// machine runs more ranks than it has CPUs for, else keeps yielding: core/detail/wait_sleep.hpp).
 class backoff {
  public:
   void operator()(bool moved) { waiter_.backoff(moved); }

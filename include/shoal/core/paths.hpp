@@ -55,6 +55,11 @@ inline std::string describe_paths() {
     s += "; progress thread: ";
     s += r.helper ? "on" : (r.thread_level >= MPI_THREAD_MULTIPLE ? "off" : "off (MPI_THREAD_MULTIPLE not provided)");
   }
+  // How waits back off (detail/wait_sleep.hpp): they sleep only with more ranks on this machine than CPUs for them.
+  s += r.waits.sleep ? "; long waits sleep (" : "; long waits yield, never sleep (";
+  s += r.waits.forced ? "SHOAL_WAIT_SLEEP" : std::to_string(r.waits.ranks) + (r.waits.ranks == 1 ? " rank on " : " ranks on ") +
+                                                  std::to_string(r.waits.cpus) + (r.waits.cpus == 1 ? " CPU)" : " CPUs)");
+  if (r.waits.forced) s += ")";
   return s;
 }
 

@@ -7,7 +7,8 @@
 //   progress()        any rank, any time   runs every progress hook once (delivers active messages, serves
 //                                          requests from other hosts)
 //   wait_until(done)  any rank, any time   calls done() until it returns true, making progress and backing off
-//                                          between calls (yield after 64 empty polls, then 20 us sleeps)
+//                                          between calls (yield after 64 empty polls; after 4,096, 20 us sleeps
+//                                          when this machine runs more ranks than it has CPUs for, else yields)
 #pragma once
 
 #include <chrono>
@@ -33,9 +34,11 @@ namespace shoal::detail {
 /// so a rank that shares its core with the rank it waits for (more ranks than cores) lets that rank run instead of
 /// burning its time slice: after `spins_before_yield` empty polls it yields; after `spins_before_sleep` it sleeps
 /// `sleep_step` per poll (a yield alone does not let a busy peer run under Linux's scheduler; a wait that has already
-/// lasted that long pays at most one step more). A poll that received something (progress_arrivals moved) starts the
-/// count again: a rank that serves a stream of requests while it waits (rpc) stays hot between them. Construct one
-/// per wait; call it once per unsuccessful poll.
+/// lasted that long pays at most one step more). It sleeps only when the environment decided that waits may
+/// (detail/wait_sleep.hpp: this machine runs more of the job's ranks than the CPUs they may run on); otherwise it
+/// keeps yielding, since a sleep would only hand the CPU to other processes and wake late. A poll that received something (progress_arrivals moved)
+/// starts the count again: a rank that serves a stream of requests while it waits (rpc) stays hot between them.
+/// Construct one per wait; call it once per unsuccessful poll.
 class spin_waiter {
  public:
   static constexpr int spins_before_yield = 64;
@@ -53,7 +56,10 @@ class spin_waiter {
   void backoff(bool moved) {
     if (moved) {
       spins_ = 0;
-    } else if (++spins_ > spins_before_sleep) {
+      return;
+    }
+    if (spins_ <= spins_before_sleep) ++spins_;  // stops counting there: a wait may last any number of polls
+    if (spins_ > spins_before_sleep && sleeps_) {
       std::this_thread::sleep_for(sleep_step);
     } else if (spins_ > spins_before_yield) {
       std::this_thread::yield();
@@ -62,6 +68,7 @@ class spin_waiter {
 
  private:
   int spins_ = 0;
+  bool sleeps_ = g_runtime == nullptr || g_runtime->waits.sleep;  // outside an environment: the safe side
 };
 
 /// Marks a wait for a one-sided operation (an owner-applied get, put or atomic) on this thread. Such a wait is
@@ -93,8 +100,9 @@ namespace shoal {
 
 /// Waits until `done()` returns true. Calls it at once; while it returns false, makes progress and backs off the way
 /// every wait in shoal does: after 64 calls in a row during which nothing arrived from another rank it yields the
-/// CPU, after 4,096 it sleeps 20 us per call (so a rank that shares its core with the rank it waits for lets that
-/// rank run); a call during which something arrived starts the count again. `done` runs on the calling thread and
+/// CPU; after 4,096 it sleeps 20 us per call when this machine runs more ranks than it has CPUs for (so a rank that
+/// shares its core with the rank it waits for lets that rank run), else it keeps yielding; a call during which
+/// something arrived starts the count again. `done` runs on the calling thread and
 /// may itself communicate (a remote atomic, a get). Any rank, any time; inside an active-message handler the
 /// progress runs further handlers (docs/core.md, "How shoal waits").
 template <class Done>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "shoal/core/detail/segment_allocator.hpp"
+#include "shoal/core/detail/wait_sleep.hpp"
 #include "shoal/core/error.hpp"
 
 namespace shoal {
@@ -51,6 +52,7 @@ struct runtime {
   int node_size = 1;
 
   int hosts = 1;  // number of distinct nodes (MPI_COMM_TYPE_SHARED groups) in comm
+  wait_sleep_decision waits;  // whether waits may sleep (more ranks on this machine than CPUs), fixed at start
 
   // Paths (chosen at start, fixed): a target whose segment is mapped here (peer_base non-null) is reached by loads,
   // stores and CPU atomics; any other target's data by MPI RMA on `win` when it is not MPI_WIN_NULL, else by
