@@ -38,6 +38,8 @@ class builder {
     return *this;
   }
   const std::vector<operation>& ops() const { return ops_; }
+  void pop() { ops_.pop_back(); }
+  void push(const operation& o) { ops_.push_back(o); }
 
  private:
   std::vector<operation> ops_;
@@ -385,6 +387,95 @@ TEST(SequentialConsistency, RejectsAClientWhoseOwnEraseIsUndone) {
   b.op(0, 0, 10, op_kind::insert, 5, 50, yes).op(0, 20, 30, op_kind::erase, 5, 0, yes);
   b.op(0, 40, 50, op_kind::find, 5, 0, yes, 50);
   EXPECT_EQ(sequentially_consistent(b, omap), verdict::violation);
+}
+
+// ---- linearizable in issue order, key by key (ordered_map under sequential consistency) ---------------------------
+
+template <class Model>
+verdict in_issue_order(const builder& b, const Model& m) {
+  return check_linearizable_in_issue_order(b.ops(), m).outcome;
+}
+
+const ordered_map_key_model omap_keys{{}, 100, -1};
+
+// A range seen key by key: one find per key of [lo, hi], sharing the range's stamps and sequence number.
+builder& range_per_key(builder& b, int client, std::uint64_t call, std::uint64_t ret, std::int64_t lo, std::int64_t hi,
+                       std::vector<std::pair<std::int64_t, std::int64_t>> kv) {
+  b.op(client, call, ret, op_kind::range, lo, hi, yes);
+  operation read = b.ops().back();
+  b.pop();
+  for (const auto& o : key_observations(read, lo, hi, kv)) b.push(o);
+  return b;
+}
+
+TEST(IssueOrder, KeyObservationsCoverEveryKeyOfTheRead) {
+  operation read;
+  read.client = 3;
+  read.seq = 7;
+  read.call_ns = 10;
+  read.return_ns = 20;
+  const std::vector<std::pair<std::int64_t, std::int64_t>> kv{{4, 40}, {6, 60}};
+  const auto parts = key_observations(read, 3, 6, kv);
+  ASSERT_EQ(parts.size(), 4u);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(parts[i].key, 3 + static_cast<std::int64_t>(i));
+    EXPECT_EQ(parts[i].kind, op_kind::find);
+    EXPECT_EQ(parts[i].seq, 7u);
+    EXPECT_EQ(parts[i].client, 3);
+    EXPECT_EQ(parts[i].call_ns, 10u);
+    EXPECT_EQ(parts[i].return_ns, 20u);
+  }
+  EXPECT_EQ(parts[0].ok, 0);
+  EXPECT_EQ(parts[1].ok, 1);
+  EXPECT_EQ(parts[1].out, 40);
+  EXPECT_EQ(parts[2].ok, 0);
+  EXPECT_EQ(parts[3].ok, 1);
+  EXPECT_EQ(parts[3].out, 60);
+}
+
+TEST(IssueOrder, RejectsAClientsConcurrentOperationsTakingEffectOutOfIssueOrder) {
+  // Client 0 issues insert(7), then find(7) while the insert is still running (two futures): linearizability lets
+  // the find go first, issue order does not.
+  builder b;
+  b.op(0, 0, 100, op_kind::insert, 7, 70, yes).op(0, 10, 50, op_kind::find, 7, 0, false);
+  EXPECT_EQ(linearizable(b, map), verdict::ok);
+  EXPECT_EQ(in_issue_order(b, map), verdict::violation);
+}
+
+TEST(IssueOrder, RejectsAStaleReadLikeLinearizability) {
+  builder b;
+  b.op(0, 0, 10, op_kind::insert, 7, 70, yes).op(1, 20, 30, op_kind::find, 7, 0, false);
+  EXPECT_EQ(in_issue_order(b, map), verdict::violation);
+}
+
+TEST(IssueOrder, AcceptsReadsOfTwoKeysAtDifferentMomentsThatOneOrderOfTheGroupRejects) {
+  // Client 0 inserted 2, then issues insert(5) and erase(2) (both running at once); client 1 inserts 2 again (so
+  // after the erase), then its range sees its 2 and not 5: it read the node of 5 before client 0's insert arrived
+  // there. Key by key each read fits; as one read of the group no order that keeps both issue orders explains it
+  // (the range comes after client 1's insert, after the erase, after the insert of 5).
+  const std::vector<std::pair<std::int64_t, std::int64_t>> seen_kv{{2, 21}, {99, -1}};
+  auto history = [&](bool per_key, std::uint64_t range_call) {
+    builder b;
+    b.op(0, 0, 10, op_kind::insert, 2, 20, yes).op(0, 20, 100, op_kind::insert, 5, 50, yes);
+    b.op(0, 30, 60, op_kind::erase, 2, 0, yes);
+    b.op(1, 62, 68, op_kind::insert, 2, 21, yes);
+    if (per_key) return range_per_key(b, 1, range_call, range_call + 10, 0, 99, seen_kv);
+    return range(b, 1, range_call, range_call + 10, 0, 99, seen(seen_kv));
+  };
+  EXPECT_EQ(sequentially_consistent(history(false, 70), omap), verdict::violation);
+  EXPECT_EQ(in_issue_order(history(true, 70), omap_keys), verdict::ok);
+  EXPECT_EQ(in_issue_order(history(true, 110), omap_keys), verdict::violation) << "5 was there from 100 on";
+}
+
+TEST(IssueOrder, RejectsALowerBoundThatSeesItsClientsLaterInsert) {
+  // lower_bound(3) -> 4, where client 0 inserted 4 only after issuing the lower_bound (both running at once).
+  builder b;
+  b.op(0, 0, 100, op_kind::lower_bound, 3, 0, yes);
+  operation read = b.ops().back();
+  b.pop();
+  for (const auto& o : key_observations(read, 3, 4, std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 40}})) b.push(o);
+  b.op(0, 10, 50, op_kind::insert, 4, 40, yes);
+  EXPECT_EQ(in_issue_order(b, omap_keys), verdict::violation);
 }
 
 // ---- relaxed queue rank errors (rank_error.hpp) ------------------------------------------------------------

@@ -22,7 +22,7 @@ inline void write_history(const std::vector<operation>& ops, const std::string& 
   }
 }
 
-enum class promise_kind { linearizable, sequentially_consistent };
+enum class promise_kind { linearizable, sequentially_consistent, linearizable_in_issue_order };
 
 /// Collective: gathers `rec`'s history and, on rank 0, expects `model` to explain it under `promise`. Records the
 /// size, the partitions, the search steps and the time as test properties. Returns the verdict on rank 0 (ok
@@ -37,8 +37,10 @@ verdict expect_history(const recorder& rec, const Model& model, const std::strin
   opts.max_steps = max_steps;
   if (const char* dir = std::getenv("SHOAL_HISTORY_DUMP")) write_history(all, std::string(dir) + "/" + what + ".txt");
   const auto start = std::chrono::steady_clock::now();
-  const check_result r = promise == promise_kind::linearizable ? check_linearizable(all, model, opts)
-                                                               : check_sequentially_consistent(all, model, opts);
+  const check_result r = promise == promise_kind::linearizable      ? check_linearizable(all, model, opts)
+                         : promise == promise_kind::linearizable_in_issue_order
+                             ? check_linearizable_in_issue_order(all, model, opts)
+                             : check_sequentially_consistent(all, model, opts);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   // The check's size and time go to the test's properties (--gtest_output=xml), not to the console.
   char summary[256];

@@ -53,6 +53,18 @@ class recorder {
     o.done = 1;
   }
 
+  /// Stamps the response of operation `handle` and records it as the key-by-key observations `split` makes of it
+  /// (models.hpp's key_observations: a read of several keys as one find per key, with the call's stamps).
+  template <class Split>
+  void respond_per_key(std::size_t handle, Split&& split) {
+    ops_[handle].return_ns = clock_.now();
+    ops_[handle].done = 1;
+    auto parts = split(ops_[handle]);
+    if (parts.empty()) return;
+    ops_[handle] = parts.front();
+    ops_.insert(ops_.end(), parts.begin() + 1, parts.end());
+  }
+
   /// This rank's operations so far.
   const std::vector<operation>& local() const { return ops_; }
   std::size_t size() const { return ops_.size(); }

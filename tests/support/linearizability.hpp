@@ -16,6 +16,9 @@
 //   sequential consistency   b precedes a iff both come from one client and b was issued first (seq). Checked per
 //                            partition, this is a necessary condition only (sequential consistency is not local):
 //                            a rejection is a real violation, an acceptance covers each partition alone.
+//   linearizable in issue    both: b precedes a iff b returned before a was invoked (as for linearizability) or both
+//   order                    come from one client and b was issued first — for a client whose concurrent operations
+//                            (futures) must also take effect in the order it issued them.
 // A model may give hints(ops): a number per operation; minimal operations are tried in increasing order of it
 // (e.g. a push when its value is needed). Hints only change which order is tried first, never the verdict.
 // The search is bounded by max_steps (over the whole history): past it the verdict is `undecided`, never a hang.
@@ -64,7 +67,7 @@ struct check_result {
 
 namespace detail {
 
-enum class order { real_time, program };
+enum class order { real_time, program, real_time_and_program };
 
 template <class Model>
 class partition_search {
@@ -168,26 +171,28 @@ class partition_search {
   std::vector<std::size_t> minimal() const {
     std::vector<std::size_t> out;
     const std::size_t nc = clients_.size();
-    if (rule_ == order::program) {
-      std::vector<std::size_t> first(nc, ops_.size());
+    // Program order: per client, the unplaced operations with the smallest sequence number (several operations may
+    // share one: the parts of one call).
+    constexpr auto never = std::numeric_limits<std::uint64_t>::max();
+    std::vector<std::uint64_t> first_seq(nc, never);
+    if (rule_ != order::real_time) {
       for (std::size_t i = 0; i < ops_.size(); ++i) {
-        if (is_placed(i)) continue;
-        auto& f = first[client_index_[i]];
-        if (f == ops_.size() || ops_[i].seq < ops_[f].seq) f = i;
+        if (!is_placed(i)) first_seq[client_index_[i]] = std::min<std::uint64_t>(first_seq[client_index_[i]], ops_[i].seq);
       }
-      for (auto i : first) {
-        if (i != ops_.size()) out.push_back(i);
+    }
+    const auto first_of_its_client = [&](std::size_t i) { return ops_[i].seq == first_seq[client_index_[i]]; };
+    if (rule_ == order::program) {
+      for (std::size_t i = 0; i < ops_.size(); ++i) {
+        if (!is_placed(i) && first_of_its_client(i)) out.push_back(i);
       }
-      std::sort(out.begin(), out.end());
       return out;
     }
-    constexpr auto never = std::numeric_limits<std::uint64_t>::max();
     std::vector<std::uint64_t> earliest_return(nc, never);
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       if (!is_placed(i)) earliest_return[client_index_[i]] = std::min(earliest_return[client_index_[i]], ops_[i].return_ns);
     }
     for (std::size_t i = 0; i < ops_.size(); ++i) {
-      if (is_placed(i)) continue;
+      if (is_placed(i) || (rule_ == order::real_time_and_program && !first_of_its_client(i))) continue;
       bool minimal_op = true;
       for (std::size_t c = 0; c < nc && minimal_op; ++c) {
         if (earliest_return[c] == never) continue;
@@ -260,6 +265,14 @@ check_result check(const std::vector<operation>& history, const Model& model, or
 template <class Model>
 check_result check_linearizable(const std::vector<operation>& history, const Model& model, check_options opts = {}) {
   return detail::check(history, model, detail::order::real_time, opts);
+}
+
+/// Is there one order of the operations, consistent with real time (as check_linearizable) and with every client's
+/// issue order, in which the model gives every recorded result?
+template <class Model>
+check_result check_linearizable_in_issue_order(const std::vector<operation>& history, const Model& model,
+                                               check_options opts = {}) {
+  return detail::check(history, model, detail::order::real_time_and_program, opts);
 }
 
 /// Is there, in each partition, one order consistent with every client's issue order in which the model gives every

@@ -10,6 +10,9 @@
 //   ordered_map_model  keys in groups of `group_width` (key / group_width), each group its own std::map, starting
 //                      with a sentinel key at the group's last key so lower_bound never leaves the group: insert,
 //                      find, erase, lower_bound, range (inside one group; the result as a count and a digest)
+//   ordered_map_key_model  the same keys one at a time (map_model, each group's sentinel present from the start),
+//                      for promises that hold key by key: single-key operations, and what a read of several keys
+//                      saw of each of them (key_observations)
 #pragma once
 
 #include <cstddef>
@@ -196,5 +199,36 @@ struct ordered_map_model {
     }
   }
 };
+
+struct ordered_map_key_model : map_model {
+  std::int64_t group_width = 1;
+  std::int64_t sentinel_value = 0;
+
+  state initial(std::int64_t key) const {
+    return key % group_width == group_width - 1 ? state{true, sentinel_value} : state{};
+  }
+};
+
+/// What a read of several keys (a range [lo, hi], a lower_bound answered by hi) saw of each key of [lo, hi]: one
+/// find per key, present with its value or absent, stamped like the read and with its sequence number (the parts
+/// of one call). `key_values`: what the read returned, in key order.
+template <class Pairs>
+std::vector<operation> key_observations(const operation& read, std::int64_t lo, std::int64_t hi,
+                                        const Pairs& key_values) {
+  std::vector<operation> out;
+  auto it = std::begin(key_values);
+  for (std::int64_t k = lo; k <= hi; ++k) {
+    operation o = read;
+    o.kind = op_kind::find;
+    o.key = k;
+    o.arg = o.arg2 = o.out2 = 0;
+    const bool present = it != std::end(key_values) && it->first == k;
+    o.ok = present ? 1 : 0;
+    o.out = present ? it->second : 0;
+    if (present) ++it;
+    out.push_back(o);
+  }
+  return out;
+}
 
 }  // namespace shoal::testing::history

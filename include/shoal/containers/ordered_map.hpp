@@ -54,7 +54,10 @@
 //                 take effect in the order the head received them (results equal a sequential replay in that order).
 //   sequential    (default) a rank enters at shortcuts of its own rank's bulletin board only where none of its
 //                 earlier operations still on the way could be overtaken; its operations take effect and its futures
-//                 become ready in issue order.
+//                 become ready in issue order. Per key the results are linearizable in every rank's issue order. A
+//                 range or lower_bound reads its nodes at different moments: it may see rank A's later write to one
+//                 node and not A's earlier write to another (which A sent through the head while this read came
+//                 through a shortcut); total_order rules that out.
 //   none          shortcuts everywhere, for clients and for nodes (reads jump ahead): no order between operations.
 //   Whatever the semantics, each operation is atomic and correct; a stale shortcut fails over to the head.
 //
