@@ -7,7 +7,9 @@
 // descends sends a probe to its next node on that level — once per node, from the highest level that links to it:
 // over the link every later operation for that node takes, like a range part. The client takes X's answer, else the
 // smallest probe answer. An empty probed node (a stale SPLIT's node waiting for removal) cannot say what lies behind
-// it: the operation runs again from the head.
+// it: the operation runs again from the head. So of the next nodes one node descends in front of, only the closest
+// (its lowest such level) is probed: a farther one could only answer with larger keys, and would matter only if the
+// closest were empty, when the operation runs again anyway.
 // Probes cost 2 messages per level, and are needed only when X holds no key >= k (> k), which is rare (about one key
 // in G'): so the first pass sends none and X answers from its own keys; when X has none past k and is not the last
 // node, the client runs the operation again from the head with flag::with_probes (the probing pass above). X's own

@@ -65,13 +65,23 @@ void service<K, V>::run(node_type& x, request_type& r) {
   if (r.op == op_kind::range) return run_range(x, r);
 
   const bool strict = r.op == op_kind::erase || r.op == op_kind::split;
+  // Probing (service_reads.hpp): of the next nodes this node descends in front of, only the closest can answer (the
+  // others lie beyond it; an empty one makes the whole operation run again), so it alone is probed, on leaving.
+  int probe_level = -1;
+  const auto send_closest_probe = [&] {
+    if (probe_level >= 0) send_probe(x, probe_level, r);
+  };
   for (int lvl = std::min(r.level, x.height() - 1); lvl >= 0; --lvl) {
     auto& l = x.tower[static_cast<std::size_t>(lvl)];
     if (next_step(l, r.key, strict) == step::hop) {
+      send_closest_probe();
       if (reads_only(r.op) && opt_.semantics == consistency::none && jump(x, l, r)) return;
       return forward(x, l.next, lvl, std::move(r));
     }
-    if (r.has(flag::with_probes) && l.has_next() && !(l.next == r.probed)) send_probe(x, lvl, r);
+    if (r.has(flag::with_probes) && l.has_next()) {
+      if (l.next == r.probed) probe_level = -1;  // probed already, from an earlier node: closer than any pending one
+      else if (probe_level < 0 || !(x.tower[static_cast<std::size_t>(probe_level)].next == l.next)) probe_level = lvl;
+    }
     if (r.op == op_kind::erase && l.has_next() && l.next_min == r.key) {
       // Figure 7(b): the next node's min key is deleted; this level waits until the delete has finished there.
       ++x.waiting_levels;
@@ -93,6 +103,7 @@ void service<K, V>::run(node_type& x, request_type& r) {
       if (lvl == 0) return finish_split_link(x, old, r);
     }
   }
+  send_closest_probe();
   at_bottom(x, std::move(r));
 }
 
