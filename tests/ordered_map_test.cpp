@@ -235,6 +235,22 @@ TEST(OrderedMap, RangesNeighboursAndFindsAgreeWithTheOracle) {
   }
 }
 
+TEST(OrderedMap, RangeRepliesOfEverySizeArriveWhole) {
+  // Default nodes (G = 512): a range's part is one reply of up to G key-values, sent in the smallest envelope that
+  // holds it (64 B to 4 KiB) or as a byte vector beyond. Sizes on both sides of every envelope's limit.
+  ordered_map<long, long> m;
+  const long n = 2000;
+  for (long k = shoal::rank(); k < n; k += shoal::size()) m.async_insert(k, -k);
+  m.barrier();
+  for (long count : {1L, 3L, 4L, 7L, 8L, 15L, 16L, 31L, 32L, 63L, 64L, 127L, 128L, 255L, 256L, 400L, 511L, 1200L, n}) {
+    const long lo = (count * 37 + shoal::rank() * 11) % (n - count + 1);
+    std::vector<std::pair<long, long>> want;
+    for (long k = lo; k < lo + count; ++k) want.emplace_back(k, -k);
+    EXPECT_EQ(m.range(lo, lo + count - 1), want) << count << " key-values from " << lo;
+  }
+  m.barrier();
+}
+
 TEST(OrderedMap, DeletingEverythingLeavesOnlyTheHead) {
   ordered_map<long, long> m(small(consistency::sequential));
   const long n = shoal::testing::scaled(400);

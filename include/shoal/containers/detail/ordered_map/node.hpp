@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct link {
   node_ref next;
   K next_min{};
   bool has_next() const { return next.valid(); }
+};
+
+/// node::collect's filter that keeps every key (a range without a box).
+struct keep_all {
+  template <class K>
+  bool operator()(const K&) const { return true; }
 };
 
 /// Which way a request goes at one level of a node.
@@ -119,15 +126,25 @@ struct node {
     return static_cast<std::size_t>(it - keys.begin());
   }
 
-  /// Local keys in [lo, hi] (or [lo, hi) ), kept only when `keep` says so.
+  /// Local keys in [lo, hi] (or [lo, hi) ), kept only when `keep` says so (keep_all: every one, copied in bulk).
   template <class Keep>
   void collect(const K& lo, const K& hi, bool hi_inclusive, Keep&& keep, std::vector<K>& out_keys,
                std::vector<V>& out_values) const {
-    for (auto i = position(lo); i < keys.size(); ++i) {
-      if (hi_inclusive ? hi < keys[i] : !(keys[i] < hi)) break;
-      if (keep(keys[i])) {
-        out_keys.push_back(keys[i]);
-        out_values.push_back(values[i]);
+    const auto first = keys.begin() + static_cast<std::ptrdiff_t>(position(lo));
+    const auto last = hi_inclusive ? std::upper_bound(first, keys.end(), hi) : std::lower_bound(first, keys.end(), hi);
+    const auto from = first - keys.begin(), to = last - keys.begin();
+    if (from >= to) return;
+    out_keys.reserve(out_keys.size() + static_cast<std::size_t>(to - from));
+    out_values.reserve(out_values.size() + static_cast<std::size_t>(to - from));
+    if constexpr (std::is_same_v<std::decay_t<Keep>, keep_all>) {
+      out_keys.insert(out_keys.end(), first, last);
+      out_values.insert(out_values.end(), values.begin() + from, values.begin() + to);
+    } else {
+      for (auto i = from; i < to; ++i) {
+        if (keep(keys[static_cast<std::size_t>(i)])) {
+          out_keys.push_back(keys[static_cast<std::size_t>(i)]);
+          out_values.push_back(values[static_cast<std::size_t>(i)]);
+        }
       }
     }
   }

@@ -75,7 +75,11 @@ void service<K, V>::run_range(node_type& x, request_type& r) {
   p.key = r.key;
   p.hi = r.hi;
   p.hi_inclusive = r.has(flag::hi_inclusive);
-  x.collect(r.key, r.hi, p.hi_inclusive, [&](const K& k) { return keep_in_box(r.box, k); }, p.keys, p.values);
+  if (multi_dimensional_key<K> && !r.box.empty_box()) {
+    x.collect(r.key, r.hi, p.hi_inclusive, [&](const K& k) { return keep_in_box(r.box, k); }, p.keys, p.values);
+  } else {
+    x.collect(r.key, r.hi, p.hi_inclusive, keep_all{}, p.keys, p.values);
+  }
   post_reply(std::move(p));
 }
 
