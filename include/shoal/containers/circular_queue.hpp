@@ -62,51 +62,23 @@
 #include <vector>
 
 #include "shoal/containers/detail/hosted_ring.hpp"
+#include "shoal/containers/detail/ring_queue.hpp"
 #include "shoal/containers/promise.hpp"
 
 namespace shoal {
 
 template <remote_storable T>
-class circular_queue {
+class circular_queue : public detail::ring_queue<circular_queue<T>, T> {
+  using base = detail::ring_queue<circular_queue<T>, T>;
+  friend base;
+
  public:
-  using value_type = T;
+  /// A push without a promise is fully atomic (pushes and pops may run at once).
+  static constexpr concurrency default_push = promise::any;
 
   /// Collective: every rank constructs the queue with the same host and capacity.
   circular_queue(int host, std::size_t capacity, const shoal::team& team = shoal::world())
-      : ring_(host, capacity, "circular_queue", team) {}
-
-  circular_queue(circular_queue&&) noexcept = default;
-  circular_queue& operator=(circular_queue&&) noexcept = default;
-  circular_queue(const circular_queue&) = delete;
-  circular_queue& operator=(const circular_queue&) = delete;
-
-  /// The host's rank in the queue's team.
-  int host() const noexcept { return ring_.host(); }
-  const shoal::team& team() const noexcept { return ring_.team(); }
-  std::size_t capacity() const noexcept { return ring_.capacity(); }
-
-  /// Pushes one value; false (nothing written) when the queue is full.
-  [[nodiscard]] bool try_push(const T& value, concurrency promised = promise::any) {
-    return try_push(std::span<const T>(&value, 1), promised);
-  }
-  [[nodiscard]] bool try_push(const std::vector<T>& values, concurrency promised = promise::any) {
-    return try_push(std::span<const T>(values), promised);
-  }
-  /// Pushes all values or none; false when they do not all fit.
-  [[nodiscard]] bool try_push(std::span<const T> values, concurrency promised = promise::any) {
-    return push_all(values, promised, "try_push");
-  }
-
-  /// As try_push, but a queue without room for the values throws container_full (nothing written).
-  void push(const T& value, concurrency promised = promise::any) {
-    push(std::span<const T>(&value, 1), promised);
-  }
-  void push(const std::vector<T>& values, concurrency promised = promise::any) {
-    push(std::span<const T>(values), promised);
-  }
-  void push(std::span<const T> values, concurrency promised = promise::any) {
-    if (!push_all(values, promised, "push")) ring_.throw_full(values.size());
-  }
+      : base(host, capacity, "circular_queue", team) {}
 
   /// Pops one value; std::nullopt when the queue is empty.
   std::optional<T> try_pop(concurrency promised = promise::any) {
@@ -131,26 +103,18 @@ class circular_queue {
     return r.count;
   }
 
-  /// Values in the queue (2 A); exact between phases.
-  std::size_t size() { return ring_.size(); }
-  bool empty() { return size() == 0; }
-
-  /// Collective: a new capacity (at least size()); the values are kept.
-  void resize(std::size_t new_capacity) { ring_.resize(new_capacity); }
-  /// Collective: moves the queue and its values to `new_host`.
-  void migrate(int new_host) { ring_.migrate(new_host); }
-
  private:
+  using base::ring_;
   using word = detail::ring_word;
   static constexpr auto head = word::head;
   static constexpr auto tail = word::tail;
   static constexpr auto head_ready = word::head_ready;
   static constexpr auto tail_ready = word::tail_ready;
 
-  bool push_all(std::span<const T> values, concurrency promised, const char* name) {
+  bool push_values(std::span<const T> values, concurrency promised, const char* name) {
     const auto path = checked_path(promised, promise::push, name);
     if (values.empty()) return true;
-    const auto r = ring_.reserve(path, tail, head_ready, capacity(), values.size(), detail::claim::all_or_nothing);
+    const auto r = ring_.reserve(path, tail, head_ready, this->capacity(), values.size(), detail::claim::all_or_nothing);
     if (r.count == 0) return false;
     ring_.write(r, values.data(), path);
     ring_.publish(path, tail_ready, r);
@@ -163,8 +127,6 @@ class circular_queue {
     else ring_.check_valid();
     return path;
   }
-
-  detail::hosted_ring<T> ring_;
 };
 
 }  // namespace shoal

@@ -65,58 +65,30 @@
 #include <vector>
 
 #include "shoal/containers/detail/hosted_ring.hpp"
+#include "shoal/containers/detail/ring_queue.hpp"
 #include "shoal/containers/promise.hpp"
 
 namespace shoal {
 
 template <remote_storable T>
-class fast_queue {
+class fast_queue : public detail::ring_queue<fast_queue<T>, T> {
+  using base = detail::ring_queue<fast_queue<T>, T>;
+  friend base;
+
  public:
-  using value_type = T;
+  /// A push without a promise is one of a phase of pushes (the phase contract).
+  static constexpr concurrency default_push = promise::push;
 
   /// Collective: every rank constructs the queue with the same host and capacity.
   fast_queue(int host, std::size_t capacity, const shoal::team& team = shoal::world())
-      : ring_(host, capacity, "fast_queue", team) {}
-
-  fast_queue(fast_queue&&) noexcept = default;
-  fast_queue& operator=(fast_queue&&) noexcept = default;
-  fast_queue(const fast_queue&) = delete;
-  fast_queue& operator=(const fast_queue&) = delete;
-
-  /// The host's rank in the queue's team.
-  int host() const noexcept { return ring_.host(); }
-  const shoal::team& team() const noexcept { return ring_.team(); }
-  std::size_t capacity() const noexcept { return ring_.capacity(); }
-
-  /// Pushes one value; false (nothing written) when the queue is full.
-  [[nodiscard]] bool try_push(const T& value, concurrency promised = promise::push) {
-    return try_push(std::span<const T>(&value, 1), promised);
-  }
-  [[nodiscard]] bool try_push(const std::vector<T>& values, concurrency promised = promise::push) {
-    return try_push(std::span<const T>(values), promised);
-  }
-  /// Pushes all values or none; false when they do not all fit.
-  [[nodiscard]] bool try_push(std::span<const T> values, concurrency promised = promise::push) {
-    return push_all(values, promised, "try_push");
-  }
-
-  /// As try_push, but a queue without room for the values throws container_full (nothing written).
-  void push(const T& value, concurrency promised = promise::push) {
-    push(std::span<const T>(&value, 1), promised);
-  }
-  void push(const std::vector<T>& values, concurrency promised = promise::push) {
-    push(std::span<const T>(values), promised);
-  }
-  void push(std::span<const T> values, concurrency promised = promise::push) {
-    if (!push_all(values, promised, "push")) ring_.throw_full(values.size());
-  }
+      : base(host, capacity, "fast_queue", team) {}
 
   /// Claims slots now and starts writing; the future owns the values and becomes ready with true once they are at
   /// the host (so waiting for it, then a barrier, ends the push phase). Ready with false when they do not fit.
   [[nodiscard]] future<bool> async_try_push(std::vector<T> values) {
     checked_path(promise::push, promise::push, "async_try_push");
     if (values.empty()) return make_ready_future(true);
-    auto r = ring_.reserve_in_phase(tail, head, capacity(), values.size(), detail::claim::all_or_nothing);
+    auto r = ring_.reserve_in_phase(tail, head, this->capacity(), values.size(), detail::claim::all_or_nothing);
     if (r.count == 0) return make_ready_future(false);
     return ring_.async_write(r.first, std::move(values));
   }
@@ -149,23 +121,15 @@ class fast_queue {
     return r.count;
   }
 
-  /// Values in the queue: 2 A; exact between phases.
-  std::size_t size() { return ring_.size(); }
-  bool empty() { return size() == 0; }
-
-  /// Collective: a new capacity (at least size()); the values are kept.
-  void resize(std::size_t new_capacity) { ring_.resize(new_capacity); }
-  /// Collective: moves the queue and its values to `new_host`.
-  void migrate(int new_host) { ring_.migrate(new_host); }
-
  private:
+  using base::ring_;
   static constexpr auto head = detail::ring_word::head;
   static constexpr auto tail = detail::ring_word::tail;
 
-  bool push_all(std::span<const T> values, concurrency promised, const char* name) {
+  bool push_values(std::span<const T> values, concurrency promised, const char* name) {
     const auto path = checked_path(promised, promise::push, name);
     if (values.empty()) return true;
-    const auto r = ring_.reserve(path, tail, head, capacity(), values.size(), detail::claim::all_or_nothing);
+    const auto r = ring_.reserve(path, tail, head, this->capacity(), values.size(), detail::claim::all_or_nothing);
     if (r.count == 0) return false;
     ring_.write(r, values.data(), path);
     return true;
@@ -187,8 +151,6 @@ class fast_queue {
     if (n == 0) return {};
     return ring_.reserve(path, head, tail, 0, n, detail::claim::up_to);
   }
-
-  detail::hosted_ring<T> ring_;
 };
 
 }  // namespace shoal
