@@ -467,7 +467,8 @@ TEST(IssueOrder, RejectsALowerBoundThatSeesItsClientsLaterInsert) {
   b.op(0, 0, 100, op_kind::lower_bound, 3, 0, yes);
   operation read = b.ops().back();
   b.pop();
-  for (const auto& o : key_observations(read, 3, 4, std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 40}})) b.push(o);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> seen_kv{{4, 40}};
+  for (const auto& o : key_observations(read, 3, 4, seen_kv)) b.push(o);
   b.op(0, 10, 50, op_kind::insert, 4, 40, yes);
   EXPECT_EQ(in_issue_order(b, omap_keys), verdict::violation);
 }

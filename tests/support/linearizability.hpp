@@ -177,7 +177,8 @@ class partition_search {
     std::vector<std::uint64_t> first_seq(nc, never);
     if (rule_ != order::real_time) {
       for (std::size_t i = 0; i < ops_.size(); ++i) {
-        if (!is_placed(i)) first_seq[client_index_[i]] = std::min<std::uint64_t>(first_seq[client_index_[i]], ops_[i].seq);
+        auto& first = first_seq[client_index_[i]];
+        if (!is_placed(i)) first = std::min<std::uint64_t>(first, ops_[i].seq);
       }
     }
     const auto first_of_its_client = [&](std::size_t i) { return ops_[i].seq == first_seq[client_index_[i]]; };

@@ -114,7 +114,8 @@ class circular_queue : public detail::ring_queue<circular_queue<T>, T> {
   bool push_values(std::span<const T> values, concurrency promised, const char* name) {
     const auto path = checked_path(promised, promise::push, name);
     if (values.empty()) return true;
-    const auto r = ring_.reserve(path, tail, head_ready, this->capacity(), values.size(), detail::claim::all_or_nothing);
+    const auto r =
+        ring_.reserve(path, tail, head_ready, this->capacity(), values.size(), detail::claim::all_or_nothing);
     if (r.count == 0) return false;
     ring_.write(r, values.data(), path);
     ring_.publish(path, tail_ready, r);
