@@ -431,6 +431,13 @@ TEST(IssueOrder, KeyObservationsCoverEveryKeyOfTheRead) {
   EXPECT_EQ(parts[2].ok, 0);
   EXPECT_EQ(parts[3].ok, 1);
   EXPECT_EQ(parts[3].out, 60);
+  // A key the read should not have returned (outside [lo, hi]): an operation the checker rejects as malformed.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> stray{{4, 40}, {9, 90}};
+  const auto wrong = key_observations(read, 3, 6, stray);
+  ASSERT_EQ(wrong.size(), 5u);
+  EXPECT_EQ(wrong[4].key, 9);
+  EXPECT_EQ(wrong[4].done, 0);
+  EXPECT_NE(check_linearizable_in_issue_order(wrong, map).outcome, verdict::ok);
 }
 
 TEST(IssueOrder, RejectsAClientsConcurrentOperationsTakingEffectOutOfIssueOrder) {

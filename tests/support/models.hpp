@@ -211,7 +211,8 @@ struct ordered_map_key_model : map_model {
 
 /// What a read of several keys (a range [lo, hi], a lower_bound answered by hi) saw of each key of [lo, hi]: one
 /// find per key, present with its value or absent, stamped like the read and with its sequence number (the parts
-/// of one call). `key_values`: what the read returned, in key order.
+/// of one call). `key_values`: what the read returned, in key order. A returned key outside [lo, hi], repeated or out
+/// of order comes out as one more find marked not done, which the checker reports as a malformed operation.
 template <class Pairs>
 std::vector<operation> key_observations(const operation& read, std::int64_t lo, std::int64_t hi,
                                         const Pairs& key_values) {
@@ -226,6 +227,15 @@ std::vector<operation> key_observations(const operation& read, std::int64_t lo, 
     o.ok = present ? 1 : 0;
     o.out = present ? it->second : 0;
     if (present) ++it;
+    out.push_back(o);
+  }
+  for (; it != std::end(key_values); ++it) {
+    operation o = read;
+    o.kind = op_kind::find;
+    o.key = it->first;
+    o.ok = 1;
+    o.out = it->second;
+    o.done = 0;
     out.push_back(o);
   }
   return out;
