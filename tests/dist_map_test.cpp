@@ -376,6 +376,40 @@ TEST(dist_map, blocking_factor_and_cyclic_placement) {
   EXPECT_THROW((shoal::dist_map<std::string, int>(bad)), shoal::usage_error);
 }
 
+TEST(dist_multimap, post_insert_of_a_vector_moves_it_into_the_own_shard_and_sends_it_elsewhere) {
+  shoal::dist_map_options options;
+  options.placement = shoal::key_placement::cyclic;
+  shoal::dist_multimap<u64, u64> m(options);
+  const int np = shoal::size();
+  const u64 me = static_cast<u64>(shoal::rank());
+  for (u64 j = 0; j < 3 * static_cast<u64>(np); ++j) {
+    const u64 key = me * 1000 + j;
+    m.post_insert(key, key);  // one value by reference, then two by a vector given away
+    m.post_insert(key, std::vector<u64>{key + 1, key + 2});
+  }
+  std::vector<u64> fresh{7, 8, 9};  // a new key of this rank's shard: the vector itself is stored
+  const u64 fresh_key = 900 + me;  // 900 is a multiple of 1..4 ranks: this rank owns it
+  const auto* fresh_data = fresh.data();
+  ASSERT_EQ(m.owner(fresh_key), shoal::rank());
+  m.post_insert(fresh_key, std::move(fresh));
+  m.flush();
+  std::size_t wrong = 0, keys = 0;
+  bool fresh_moved = false;
+  m.local_for_each([&](const u64& k, std::vector<u64>& vs) {
+    if (k >= 900 && k < 1000) {
+      fresh_moved = vs.data() == fresh_data;
+      wrong += vs != std::vector<u64>{7, 8, 9};
+      return;
+    }
+    ++keys;
+    wrong += vs != std::vector<u64>{k, k + 1, k + 2};
+  });
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_TRUE(fresh_moved);
+  EXPECT_EQ(shoal::allreduce(keys, shoal::op::sum{}), 3u * static_cast<std::size_t>(np) * static_cast<std::size_t>(np));
+  EXPECT_EQ(m.size(), 9u * static_cast<std::size_t>(np) * static_cast<std::size_t>(np) + 3u * static_cast<std::size_t>(np));
+}
+
 TEST(dist_map, bad_options_are_rejected_naming_the_field) {
   const int np = shoal::size();
   auto rejects = [](const shoal::dist_map_options& o, const std::string& says) {

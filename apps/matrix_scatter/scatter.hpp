@@ -29,9 +29,13 @@ struct scatter_times {
   double barrier = 0;
 };
 
+/// A table of rows: row -> its (column, value) pairs. Rank 0's input (Figure 1), and what the MPI_Alltoallv version
+/// leaves on every rank.
+using row_table = shoal::local::flat_table<std::uint32_t, std::vector<column_value>>;
+
 /// Rank 0's local table of rows (Figure 1): row -> its (column, value) pairs in file order.
-inline shoal::local::flat_table<std::uint32_t, std::vector<column_value>> local_rows(const coordinate_matrix& m) {
-  shoal::local::flat_table<std::uint32_t, std::vector<column_value>> rows;
+inline row_table local_rows(const coordinate_matrix& m) {
+  row_table rows;
   for (const auto& e : m.entries) rows.try_emplace(e.row).first->push_back({e.col, e.value});
   return rows;
 }
@@ -40,23 +44,26 @@ inline shoal::local::flat_table<std::uint32_t, std::vector<column_value>> local_
 template <class Multimap>
 scatter_times scatter_rows(const coordinate_matrix& matrix, Multimap& rows, std::size_t blocking_factor) {
   scatter_times t;
+  // Rank 0's input (Figure 1) is built before the clocks start: the other ranks' flush() times it otherwise.
+  row_table table = shoal::rank() == 0 ? local_rows(matrix) : row_table{};
   shoal::barrier();
   if (shoal::rank() == 0) {
-    auto table = local_rows(matrix);
+    // The clock is read at the ends of each block of L requests (not around each row): immediate is the time from
+    // a block's start to its last request, completion adds the waits.
     std::size_t in_flight = 0;
+    double block_start = MPI_Wtime();
     for (std::uint32_t i = 0; i < matrix.rows; ++i) {
-      double t0 = MPI_Wtime();
-      auto row = table.extract(i);  // hash_delete_x
-      if (row) {
-        rows.post_insert(i, std::span<const column_value>(*row));  // HASH_Insert
+      if (auto row = table.extract(i)) {  // hash_delete_x
+        rows.post_insert(i, std::move(*row));  // HASH_Insert (the row is rank 0's to give: moved, not copied)
         ++in_flight;
       }
-      double t1 = MPI_Wtime();
-      t.immediate += t1 - t0;
-      if (in_flight == blocking_factor || (i + 1 == matrix.rows && in_flight > 0)) {
-        rows.wait();  // HASH_Wait
+      if (in_flight == blocking_factor || i + 1 == matrix.rows) {
+        const double issued = MPI_Wtime();
+        t.immediate += issued - block_start;
+        if (in_flight > 0) rows.wait();  // HASH_Wait
         in_flight = 0;
-        t.completion += MPI_Wtime() - t1;
+        block_start = MPI_Wtime();
+        t.completion += block_start - issued;
       }
     }
   }
@@ -68,15 +75,40 @@ scatter_times scatter_rows(const coordinate_matrix& matrix, Multimap& rows, std:
   return t;
 }
 
-/// Collective. The same scatter with one MPI_Alltoallv (rank 0 sends, everyone receives its rows as triplets).
-/// Returns the received triplets; `seconds` gets the time between two barriers.
+namespace detail {
+
+/// Collective: sends `send` (triplets grouped by destination rank, `send_counts` per rank) with one MPI_Alltoallv
+/// (counts by MPI_Alltoall) and returns what this rank received, in source order.
+inline std::vector<triplet> exchange_triplets(const std::vector<triplet>& send, const std::vector<int>& send_counts,
+                                              MPI_Comm comm) {
+  const std::size_t np = send_counts.size();
+  std::vector<int> recv_counts(np, 0);
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
+  std::vector<int> sbytes(np), rbytes(np), sdispl(np), rdispl(np);
+  for (std::size_t r = 0; r < np; ++r) {
+    sbytes[r] = send_counts[r] * static_cast<int>(sizeof(triplet));
+    rbytes[r] = recv_counts[r] * static_cast<int>(sizeof(triplet));
+  }
+  std::exclusive_scan(sbytes.begin(), sbytes.end(), sdispl.begin(), 0);
+  std::exclusive_scan(rbytes.begin(), rbytes.end(), rdispl.begin(), 0);
+  std::vector<triplet> received(static_cast<std::size_t>(std::accumulate(recv_counts.begin(), recv_counts.end(), 0)));
+  MPI_Alltoallv(send.data(), sbytes.data(), sdispl.data(), MPI_BYTE, received.data(), rbytes.data(), rdispl.data(),
+                MPI_BYTE, comm);
+  return received;
+}
+
+}  // namespace detail
+
+/// Collective. The matrix's triplets sent to their owners with one MPI_Alltoallv, straight from `matrix` (ignored
+/// except on rank 0): the bare exchange, less work than the scatter (no row table on either side). Returns the
+/// received triplets; `seconds` gets the time between two barriers.
 inline std::vector<triplet> scatter_alltoallv(const coordinate_matrix& matrix, MPI_Comm comm, double& seconds) {
   int me = 0, np = 1;
   MPI_Comm_rank(comm, &me);
   MPI_Comm_size(comm, &np);
   MPI_Barrier(comm);
   const double t0 = MPI_Wtime();
-  std::vector<int> send_counts(static_cast<std::size_t>(np), 0), recv_counts(static_cast<std::size_t>(np), 0);
+  std::vector<int> send_counts(static_cast<std::size_t>(np), 0);
   std::vector<triplet> send;
   if (me == 0) {
     for (const auto& e : matrix.entries) ++send_counts[e.row % static_cast<std::uint32_t>(np)];
@@ -86,21 +118,53 @@ inline std::vector<triplet> scatter_alltoallv(const coordinate_matrix& matrix, M
     for (const auto& e : matrix.entries)
       send[static_cast<std::size_t>(next[e.row % static_cast<std::uint32_t>(np)]++)] = e;
   }
-  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
-  std::vector<int> sbytes(static_cast<std::size_t>(np)), rbytes(static_cast<std::size_t>(np)),
-      sdispl(static_cast<std::size_t>(np)), rdispl(static_cast<std::size_t>(np));
-  for (std::size_t r = 0; r < sbytes.size(); ++r) {
-    sbytes[r] = send_counts[r] * static_cast<int>(sizeof(triplet));
-    rbytes[r] = recv_counts[r] * static_cast<int>(sizeof(triplet));
-  }
-  std::exclusive_scan(sbytes.begin(), sbytes.end(), sdispl.begin(), 0);
-  std::exclusive_scan(rbytes.begin(), rbytes.end(), rdispl.begin(), 0);
-  std::vector<triplet> received(static_cast<std::size_t>(std::accumulate(recv_counts.begin(), recv_counts.end(), 0)));
-  MPI_Alltoallv(send.data(), sbytes.data(), sdispl.data(), MPI_BYTE, received.data(), rbytes.data(), rdispl.data(),
-                MPI_BYTE, comm);
+  auto received = detail::exchange_triplets(send, send_counts, comm);
   MPI_Barrier(comm);
   seconds = MPI_Wtime() - t0;
   return received;
+}
+
+/// Collective. The same work as scatter_rows written with one MPI_Alltoallv: rank 0 reads its local table of rows
+/// (`table`, Figure 1's input, as scatter_rows gets it; ignored elsewhere), packs each row's triplets for the row's
+/// owner (rank row mod p), and every rank puts what it receives into a table of its rows (reserved for their number;
+/// a row's triplets arrive together). `seconds` gets the time between two barriers.
+inline row_table scatter_alltoallv_rows(const row_table& table, MPI_Comm comm, double& seconds) {
+  int me = 0, np = 1;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &np);
+  const auto owner = [np](std::uint32_t row) { return static_cast<std::size_t>(row % static_cast<std::uint32_t>(np)); };
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  std::vector<int> send_counts(static_cast<std::size_t>(np), 0);
+  std::vector<triplet> send;
+  if (me == 0) {
+    table.for_each([&](const std::uint32_t& row, const std::vector<column_value>& cvs) {
+      send_counts[owner(row)] += static_cast<int>(cvs.size());
+    });
+    std::vector<int> next(static_cast<std::size_t>(np), 0);
+    std::exclusive_scan(send_counts.begin(), send_counts.end(), next.begin(), 0);
+    send.resize(static_cast<std::size_t>(std::accumulate(send_counts.begin(), send_counts.end(), 0)));
+    table.for_each([&](const std::uint32_t& row, const std::vector<column_value>& cvs) {
+      triplet* out = send.data() + next[owner(row)];
+      for (const auto& cv : cvs) *out++ = triplet{row, cv.col, cv.value};
+      next[owner(row)] += static_cast<int>(cvs.size());
+    });
+  }
+  const auto received = detail::exchange_triplets(send, send_counts, comm);
+  row_table rows;
+  std::size_t distinct = 0;
+  for (std::size_t i = 0; i < received.size(); ++i) distinct += i == 0 || received[i].row != received[i - 1].row;
+  rows.reserve(distinct);
+  for (std::size_t i = 0; i < received.size();) {
+    std::size_t j = i;
+    while (j < received.size() && received[j].row == received[i].row) ++j;
+    auto& cvs = *rows.try_emplace(received[i].row).first;
+    cvs.reserve(cvs.size() + (j - i));
+    for (; i < j; ++i) cvs.push_back({received[i].col, received[i].value});
+  }
+  MPI_Barrier(comm);
+  seconds = MPI_Wtime() - t0;
+  return rows;
 }
 
 /// The rows of `matrix` that rank `me` of `np` owns (row mod np == me), each sorted by column.
@@ -119,17 +183,29 @@ inline std::vector<std::pair<std::uint32_t, std::vector<column_value>>> expected
   return out;
 }
 
-/// True when this rank's shard of `rows` holds exactly its rows of `matrix`.
-template <class Multimap>
-bool verify_rows(const coordinate_matrix& matrix, Multimap& rows) {
+/// True when the rows `for_each_row(f)` shows (it calls f(const uint32_t& row, std::vector<column_value>&) once per
+/// row this rank holds) are exactly this rank's rows of `matrix`.
+template <class ForEachRow>
+bool holds_exactly_its_rows(const coordinate_matrix& matrix, ForEachRow&& for_each_row) {
   std::vector<std::pair<std::uint32_t, std::vector<column_value>>> got;
-  rows.local_for_each([&](const std::uint32_t& r, std::vector<column_value>& vs) {
+  for_each_row([&](const std::uint32_t& r, std::vector<column_value>& vs) {
     auto sorted = vs;
     std::sort(sorted.begin(), sorted.end());
     got.emplace_back(r, std::move(sorted));
   });
   std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return got == expected_rows(matrix, shoal::rank(), shoal::size());
+}
+
+/// True when this rank's shard of `rows` holds exactly its rows of `matrix`.
+template <class Multimap>
+bool verify_rows(const coordinate_matrix& matrix, Multimap& rows) {
+  return holds_exactly_its_rows(matrix, [&](auto&& f) { rows.local_for_each(f); });
+}
+
+/// True when `rows` (from scatter_alltoallv_rows) holds exactly this rank's rows of `matrix`.
+inline bool verify_rows(const coordinate_matrix& matrix, row_table& rows) {
+  return holds_exactly_its_rows(matrix, [&](auto&& f) { rows.for_each(f); });
 }
 
 /// True when the triplets this rank received by Alltoallv are exactly its rows of `matrix`.

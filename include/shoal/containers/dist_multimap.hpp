@@ -20,7 +20,8 @@
 //   erase(k) -> vector<V>                any rank    removes the key and returns its values (CSE_Hash's delete)
 //   update(k, fn, args...)               any rank    fn(std::vector<V>&, args...) at the owner (as dist_map::update)
 //   async_<op>(...) -> future<...>, post_<op>(...) (insert, erase, update)
-//                                        any rank    as dist_map
+//                                        any rank    as dist_map; post_insert(k, std::vector<V>&&) takes the
+//                                                    values (moved into this rank's own shard, no copy)
 //   insert_batch(range of (k, v)) -> batch_insert_result; find_batch(keys) / erase_batch(keys) -> vector<vector<V>>
 //                                        any rank
 //   wait(), local_for_each, local_size, local_reserve
@@ -101,6 +102,8 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
   void post_insert(K key, std::span<const V> vs) {
     this->template post<append_op>(std::move(key), values(vs.begin(), vs.end()));
   }
+  /// Takes the values: at this rank's own shard they move in (no copy), to another owner they are sent from `vs`.
+  void post_insert(K key, values&& vs) { this->template post<append_op>(std::move(key), std::move(vs)); }
   void post_insert(K key, const V& v) { post_insert(std::move(key), std::span<const V>(&v, 1)); }
 
   bool insert_or_assign(const K& key, std::span<const V> vs) { return async_insert_or_assign(key, vs).get(); }
