@@ -3,7 +3,8 @@
 //            client replaying its own generated trace (--size requests, default 50,000; blocks of L = 100 requests,
 //            PUTs and GETs batched per server, kv_trace/replay.hpp), Mreq/s beside the 1 client x 1 server run of
 //            the same process set (the paper's "serial"); and 1 x 1 beside the per-core replay of the same trace
-//            into one local table
+//            into one local table and beside the same 1 x 1 replay written with MPI_Send / MPI_Recv (which is itself
+//            reported beside the per-core replay: what the blocking factor leaves to any 1 x 1 version)
 //   bsgs     parallel baby-step giant-step with --size baby steps (default 2^18: C = largest prime below 2^36)
 //            beside the sequential BSGS on one core (same answer checked)
 //   scatter  CSE_Hash's matrix scatter of a random matrix with --size rows (default 50,000, 10 non-zeros per row),
@@ -21,6 +22,71 @@ namespace {
 
 using shoal::bench::better;
 using shoal::bench::context;
+
+/// The best hand-written MPI of the 1 client x 1 server replay (rank 1 replays, rank 0 serves; other ranks idle):
+/// the client sends each block of L requests as one message of fixed records in trace order (MPI_Send), the server
+/// applies them in order to its table and sends back the GETs' answers (one message per block, empty when the block
+/// has no GET), the client checks them before the next block; an empty block stops the server. Returns Mreq/s
+/// (slowest rank, between two barriers).
+double mpi_replay_one_to_one(const std::vector<kv_trace::request>& trace, std::size_t block) {
+  struct record {
+    std::uint64_t key;
+    std::uint64_t value;
+    std::uint64_t is_get;
+  };
+  const int me = shoal::rank();
+  constexpr int tag = 91;
+  std::size_t wrong = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  if (me == 0) {
+    shoal::local::flat_table<std::uint64_t, std::uint64_t> table;
+    std::vector<record> in(block);
+    std::vector<std::uint64_t> answers;
+    answers.reserve(block);
+    for (;;) {
+      MPI_Status st;
+      MPI_Recv(in.data(), static_cast<int>(block * sizeof(record)), MPI_BYTE, 1, tag, MPI_COMM_WORLD, &st);
+      int bytes = 0;
+      MPI_Get_count(&st, MPI_BYTE, &bytes);
+      const std::size_t n = static_cast<std::size_t>(bytes) / sizeof(record);
+      if (n == 0) break;
+      answers.clear();
+      for (std::size_t i = 0; i < n; ++i) {
+        if (in[i].is_get) {
+          const std::uint64_t* v = table.find(in[i].key);
+          answers.push_back(v ? *v : ~std::uint64_t{0});
+        } else {
+          table.insert_or_assign(in[i].key, in[i].value);
+        }
+      }
+      MPI_Send(answers.data(), static_cast<int>(answers.size()), MPI_UINT64_T, 1, tag, MPI_COMM_WORLD);
+    }
+  } else if (me == 1) {
+    std::vector<record> out;
+    out.reserve(block);
+    std::vector<std::uint64_t> answers(block);
+    for (std::size_t first = 0; first < trace.size(); first += block) {
+      const std::size_t last = std::min(trace.size(), first + block);
+      out.clear();
+      for (std::size_t i = first; i < last; ++i) {
+        const bool get = trace[i].kind == kv_trace::op_kind::get;
+        out.push_back({trace[i].key, trace[i].value, get ? 1u : 0u});
+      }
+      MPI_Send(out.data(), static_cast<int>(out.size() * sizeof(record)), MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+      MPI_Recv(answers.data(), static_cast<int>(block), MPI_UINT64_T, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      std::size_t next = 0;
+      for (std::size_t i = first; i < last; ++i) {
+        if (trace[i].kind == kv_trace::op_kind::get) wrong += answers[next++] != trace[i].expected;
+      }
+    }
+    MPI_Send(out.data(), 0, MPI_BYTE, 0, tag, MPI_COMM_WORLD);  // stop
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double seconds = shoal::allreduce(MPI_Wtime() - t0, shoal::op::max{});
+  if (shoal::allreduce(wrong, shoal::op::sum{}) != 0) throw shoal::error("kv workload: wrong MPI replay answers");
+  return static_cast<double>(shoal::allreduce(trace.size(), shoal::op::sum{})) / seconds / 1e6;
+}
 
 void run_kv(context& ctx) {
   const std::size_t ops = ctx.size_or(50'000);
@@ -55,6 +121,15 @@ void run_kv(context& ctx) {
   const double serial = measure(1, 1);
   ctx.report({.operation = "kv replay 1 client x 1 server", .variant = std::to_string(ops) + " req/client",
               .value = serial, .unit = "Mreq/s", .baseline = "per-core replay", .baseline_value = core_rate});
+  // The same replay written by hand with MPI (client: rank 1, the first client's trace), and where it stands to the
+  // per-core replay: the bound the blocking factor's round trips put on any 1 x 1 version.
+  ctx.progress("1 client x 1 server, plain MPI");
+  const double mpi_serial = mpi_replay_one_to_one(shoal::rank() == 1 ? trace_of(0) : std::vector<kv_trace::request>{},
+                                                  100);
+  ctx.report({.operation = "kv replay 1 client x 1 server", .variant = std::to_string(ops) + " req/client",
+              .value = serial, .unit = "Mreq/s", .baseline = "MPI send/recv replay", .baseline_value = mpi_serial});
+  ctx.report({.operation = "kv replay 1 x 1, plain MPI", .variant = std::to_string(ops) + " req/client",
+              .value = mpi_serial, .unit = "Mreq/s", .baseline = "per-core replay", .baseline_value = core_rate});
   for (int servers = 1; servers < np; ++servers) {
     for (int clients = 1; clients + servers <= np; ++clients) {
       if (servers == 1 && clients == 1) continue;

@@ -26,7 +26,7 @@ options:
       --log FILE        the output of every shoal-bench run (default: OUTPUT with .json replaced by .log)
       --mpi NAME        openmpi (default) or mpich: the launcher, and the build directory of the default binary
       --bench PATH      the shoal-bench binary (default: build/release/bench/shoal-bench, or
-                        build/release-mpich/... with --mpi mpich; built in Release if missing)
+                        build/release-mpich/... with --mpi mpich; built in Release, brought up to date first)
       --launcher PATH   the MPI launcher (default: that of the MPI shoal-bench links, mpirun.openmpi or
                         mpiexec.mpich)
       --timeout SEC     give up on one shoal-bench run after SEC seconds (default: 3600; 0 = never)
@@ -90,12 +90,12 @@ esac
 
 if [ -z "$bench" ]; then
   bench=$build_dir/bench/shoal-bench
-  if [ ! -x "$bench" ]; then
-    echo "sweep.sh: building $bench (Release, $mpi)" >&2
-    cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_BENCH=ON \
-      "${cmake_mpi[@]}" >/dev/null
-    cmake --build "$build_dir" -j"$jobs" --target shoal-bench >/dev/null
-  fi
+  # Always brought up to date (a no-op when it is): the records name the checkout's commit, so a binary left from
+  # an older checkout must not run under that name.
+  echo "sweep.sh: building $bench (Release, $mpi; up to date with the checkout)" >&2
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_BENCH=ON \
+    "${cmake_mpi[@]}" >/dev/null
+  cmake --build "$build_dir" -j"$jobs" --target shoal-bench >/dev/null
 fi
 [ -x "$bench" ] || die "no shoal-bench at '$bench'"
 bench=$(realpath "$bench")

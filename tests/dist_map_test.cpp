@@ -410,6 +410,42 @@ TEST(dist_multimap, post_insert_of_a_vector_moves_it_into_the_own_shard_and_send
   EXPECT_EQ(m.size(), 9u * static_cast<std::size_t>(np) * static_cast<std::size_t>(np) + 3u * static_cast<std::size_t>(np));
 }
 
+TEST(dist_map, hashed_placement_spreads_keys_over_the_owners_and_one_server_owns_every_key) {
+  const int np = shoal::size();
+  shoal::dist_map<u64, u64> spread;  // hashed over every rank
+  std::vector<std::size_t> per_owner(static_cast<std::size_t>(np), 0);
+  constexpr u64 keys = 20000;
+  for (u64 k = 0; k < keys; ++k) {
+    const int o = spread.owner(k);
+    ASSERT_GE(o, 0);
+    ASSERT_LT(o, np);
+    ++per_owner[static_cast<std::size_t>(o)];
+  }
+  for (std::size_t n : per_owner) {  // about keys / np each (binomial: a few hundred at most off)
+    EXPECT_GT(n, keys / static_cast<u64>(np) * 9 / 10);
+    EXPECT_LT(n, keys / static_cast<u64>(np) * 11 / 10);
+  }
+  shoal::dist_map_options one;
+  one.servers = {np - 1};
+  shoal::dist_map<u64, u64> served(one);
+  for (u64 k = 0; k < 100; ++k) EXPECT_EQ(served.owner(k * 7919), np - 1);
+  // A batch to the one owner comes back in input order.
+  std::vector<std::pair<u64, u64>> pairs;
+  std::vector<u64> ks;
+  for (u64 k = 0; k < 300; ++k) {
+    pairs.emplace_back(k * 31 + static_cast<u64>(shoal::rank()) * 100000, k);
+    ks.push_back(pairs.back().first);
+  }
+  if (served.is_owner()) {
+    served.serve();
+  } else {
+    EXPECT_EQ(served.insert_batch(pairs).inserted, pairs.size());
+    const auto found = served.find_batch(ks);
+    for (std::size_t i = 0; i < ks.size(); ++i) EXPECT_EQ(found[i], std::optional<u64>(pairs[i].second));
+    served.close();
+  }
+}
+
 TEST(dist_map, bad_options_are_rejected_naming_the_field) {
   const int np = shoal::size();
   auto rejects = [](const shoal::dist_map_options& o, const std::string& says) {

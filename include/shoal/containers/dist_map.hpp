@@ -2,8 +2,8 @@
 // K-V storage service). Model: owner computes, on active messages. Placement: distributed over every rank
 // (co-located layout) or over a set of server ranks (service layout, dist_map_options::servers).
 //
-// Every key has one owner rank: XXH3(key) mod owners (or key mod owners with key_placement::cyclic). An operation is
-// one active message to the owner, which applies it to its local table (shoal::local::flat by default, or
+// Every key has one owner rank: XXH3(key) scaled to the owners (or key mod owners with key_placement::cyclic). An
+// operation is one active message to the owner, which applies it to its local table (shoal::local::flat by default, or
 // shoal::local::linear for Litwin linear hashing) and, unless the result is ignored, sends one reply back. Messages
 // to one owner are aggregated into large buffers by the AM layer. Keys and values: any shoal::serializable type.
 //

@@ -148,6 +148,13 @@ class owner_table {
   template <class KeyAt>
   std::vector<std::vector<std::size_t>> split_by_owner(std::size_t n, KeyAt&& key_at) const {
     std::vector<std::vector<std::size_t>> by_owner(static_cast<std::size_t>(team().size()));
+    const std::vector<int>& owners = placement_.owners();
+    if (owners.size() == 1) {  // every position goes to the one owner
+      auto& all = by_owner[static_cast<std::size_t>(owners[0])];
+      all.resize(n);
+      for (std::size_t i = 0; i < n; ++i) all[i] = i;
+      return by_owner;
+    }
     for (std::size_t i = 0; i < n; ++i) by_owner[static_cast<std::size_t>(owner_of(key_at(i)))].push_back(i);
     return by_owner;
   }
