@@ -105,7 +105,7 @@ future<am::result_of_t<F, Args...>> rpc(int rank, F fn, Args&&... args) {
   using traits = d::call_traits<F, Args...>;
   using R = am::result_of_t<F, Args...>;
   d::engine& e = d::engine_for(rank);
-  auto state = std::make_shared<d::rpc_state<R>>();
+  auto state = shoal::layer::make_state<d::rpc_state<R>>();
   const std::uint32_t slot = e.add_pending(state);
   const std::int32_t word = d::word_of(&d::run_rpc<F, typename traits::params, typename traits::wire, R>);
   try {

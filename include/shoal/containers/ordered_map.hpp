@@ -100,6 +100,7 @@
 #include "shoal/core/registration.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
+#include "shoal/core/layer.hpp"
 #include "shoal/core/team.hpp"
 
 namespace shoal {
@@ -336,7 +337,7 @@ class ordered_map {
   template <class T, class Convert>
   future<T> submit(const operation& op, Convert convert) {
     reg_.check();
-    auto state = std::make_shared<typename future<T>::state_type>();
+    auto state = layer::make_state<typename future<T>::state_type>();
     future<T> result(state);
     typename service_type::completion done = [state = std::move(state), convert](operation_result&& r) {
       if (r.st == ordered_map_status::list_full) {

@@ -27,11 +27,14 @@
 //   layer::backoff                 that wait's back-off alone, for a loop that polls by its own means and must not
 //                                  run shoal::progress() (the active-message layer's wait for a free send slot)
 //   layer::future_state<T>         the shared state behind a shoal::future<T> that a layer completes itself (an rpc
-//                                  reply, a batch reply): derive from it, hand it out as
-//                                  future<T>(std::shared_ptr<layer::future_state<T>>), and complete it from a handler
-//                                  with set_value(v) (void: set_value({})) or set_error(exception_ptr); test() may
-//                                  be overridden to poll, or to start what the future waits for;
-//                                  layer::future_value<T> is the type it holds (T, or an empty struct for void)
+//                                  reply, a batch reply): derive from it, allocate it with layer::make_state<S>(...)
+//                                  (a layer::state_ptr<S>, reference counted — not atomically: futures belong to the
+//                                  thread that makes the rank's shoal calls), hand it out as future<T>(state_ptr),
+//                                  and complete it from a handler with set_value(v) (void: set_value({})) or
+//                                  set_error(exception_ptr); test() may be overridden to poll, or to start what the
+//                                  future waits for; layer::future_value<T> is the type it holds (T, or an empty
+//                                  struct for void). States allocated together (a chunk of them) derive from
+//                                  layer::counted and hand out future<T>(&state, state_ptr<counted>(chunk))
 //   layer::fault_mode()            tests only: the fault mode's settings (SHOAL_FAULTS; nullopt when off), and
 //   layer::fault_scheduler<Item>   the one mechanism that delays and reorders a channel's arrivals under it (held
 //                                  per sender, released in a seeded order across senders, in order per sender),
@@ -68,6 +71,17 @@ using future_state = shoal::detail::future_state<shoal::detail::future_value_t<T
 /// What a future_state<T> holds as its value: T, or for void an empty struct (set_value({})).
 template <class T>
 using future_value = shoal::detail::future_value_t<T>;
+
+/// The reference count behind futures (see the header comment), and an owning pointer to a counted object.
+using counted = shoal::detail::counted;
+template <class S>
+using state_ptr = shoal::detail::counted_ptr<S>;
+
+/// A new state S(args...), owned by the returned pointer.
+template <class S, class... Args>
+state_ptr<S> make_state(Args&&... args) {
+  return shoal::detail::make_counted<S>(std::forward<Args>(args)...);
+}
 
 /// Registers `start` to run at the start of every environment (call during static initialisation, e.g.
 /// `inline const bool registered = (shoal::layer::on_every_start(&start), true);` in the layer's header).

@@ -257,7 +257,7 @@ future<void> async_get(global_ptr<T> p, std::remove_const_t<T>* dst, std::size_t
     get(p, dst, n);
     return make_ready_future();
   }
-  auto s = std::make_shared<detail::request_state<detail::empty_value>>();
+  auto s = detail::make_counted<detail::request_state<detail::empty_value>>();
   if (r.win != MPI_WIN_NULL) {
     SHOAL_MPI(MPI_Rget(dst, static_cast<int>(bytes), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
                        static_cast<int>(bytes), MPI_BYTE, r.win, &s->req));
@@ -275,7 +275,7 @@ future<std::remove_const_t<T>> async_get(global_ptr<T> p) {
   auto& r = detail::rt();
   if (detail::mapped(r, p.rank(), p.offset()) != nullptr) return make_ready_future(get(p));
   detail::check_access(r, p.raw(), sizeof(U), "async_get");
-  auto s = std::make_shared<detail::request_state<U>>();
+  auto s = detail::make_counted<detail::request_state<U>>();
   if (r.win != MPI_WIN_NULL) {
     SHOAL_MPI(MPI_Rget(&s->buffer, static_cast<int>(sizeof(U)), MPI_BYTE, p.rank(),
                        static_cast<MPI_Aint>(p.offset()), static_cast<int>(sizeof(U)), MPI_BYTE, r.win, &s->req));
@@ -360,7 +360,7 @@ future<void> async_put(global_ptr<T> p, const T* src, std::size_t n) {
     detail::message_put_bytes(r, src, p.rank(), p.offset(), bytes);
     return make_ready_future();
   }
-  auto s = std::make_shared<detail::request_state<detail::empty_value>>();
+  auto s = detail::make_counted<detail::request_state<detail::empty_value>>();
   SHOAL_MPI(MPI_Rput(src, static_cast<int>(bytes), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
                      static_cast<int>(bytes), MPI_BYTE, r.win, &s->req));
   return future<void>(std::move(s));
@@ -376,7 +376,7 @@ future<void> async_put(global_ptr<T> p, const T& value) {
   struct put_state : detail::request_state<detail::empty_value> {
     T value;
   };
-  auto s = std::make_shared<put_state>();
+  auto s = detail::make_counted<put_state>();
   s->value = value;
   SHOAL_MPI(MPI_Rput(&s->value, static_cast<int>(sizeof(T)), MPI_BYTE, p.rank(), static_cast<MPI_Aint>(p.offset()),
                      static_cast<int>(sizeof(T)), MPI_BYTE, r.win, &s->req));

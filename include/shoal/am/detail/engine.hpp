@@ -190,8 +190,8 @@ class engine {
 
   // ---- rpc bookkeeping ---------------------------------------------------------------------------------------------
 
-  std::uint32_t add_pending(std::shared_ptr<void> state) { return rpcs_.add(std::move(state)); }
-  std::shared_ptr<void> take_pending(std::uint32_t slot) { return rpcs_.take(slot); }
+  std::uint32_t add_pending(shoal::layer::state_ptr<shoal::layer::counted> state) { return rpcs_.add(std::move(state)); }
+  shoal::layer::state_ptr<shoal::layer::counted> take_pending(std::uint32_t slot) { return rpcs_.take(slot); }
   std::size_t& live_rpcs() { return rpcs_.live(); }
 
   // ---- settings and state --------------------------------------------------------------------------------------------

@@ -346,7 +346,7 @@ void run_reply(rx_buffer& b) {
   const auto slot = in.read<std::uint32_t>();
   const auto status = in.read<reply_status>();
   engine& e = *g_engine;
-  auto state = std::static_pointer_cast<rpc_state<R>>(e.take_pending(slot));
+  auto state = shoal::detail::static_counted_cast<rpc_state<R>>(e.take_pending(slot));
   if (status == reply_status::value) {
     if constexpr (std::is_void_v<R>) {
       b.pos = in.position();
@@ -359,7 +359,7 @@ void run_reply(rx_buffer& b) {
   } else {
     auto text = in.read<std::string>();
     b.pos = in.position();
-    if (state.use_count() == 1) {  // nobody holds the future: report the failure like a fire-and-forget one
+    if (state->use_count() == 1) {  // nobody holds the future: report the failure like a fire-and-forget one
       e.record_error(std::move(text));
     } else {
       state->set_error(std::make_exception_ptr(remote_error(text)));

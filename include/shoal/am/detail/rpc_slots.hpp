@@ -4,17 +4,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <utility>
 #include <vector>
 
 #include "shoal/core/error.hpp"
+#include "shoal/core/layer.hpp"
 
 namespace shoal::am::detail {
 
 class rpc_slots {
  public:
-  std::uint32_t add(std::shared_ptr<void> state) {
+  std::uint32_t add(shoal::layer::state_ptr<shoal::layer::counted> state) {
     if (!free_.empty()) {
       const std::uint32_t slot = free_.back();
       free_.pop_back();
@@ -24,7 +24,7 @@ class rpc_slots {
     pending_.push_back(std::move(state));
     return static_cast<std::uint32_t>(pending_.size() - 1);
   }
-  std::shared_ptr<void> take(std::uint32_t slot) {
+  shoal::layer::state_ptr<shoal::layer::counted> take(std::uint32_t slot) {
     if (slot >= pending_.size() || !pending_[slot]) throw error("shoal::am: reply for an unknown rpc (corrupt stream)");
     auto state = std::move(pending_[slot]);
     free_.push_back(slot);
@@ -34,7 +34,7 @@ class rpc_slots {
   std::size_t& live() { return live_; }
 
  private:
-  std::vector<std::shared_ptr<void>> pending_;
+  std::vector<shoal::layer::state_ptr<shoal::layer::counted>> pending_;
   std::vector<std::uint32_t> free_;
   std::size_t live_ = 0;
 };

@@ -230,7 +230,7 @@ class hosted_ring {
   /// Starts writing `values` (owned by the future until complete); the future is ready with true when the values
   /// are at the host.
   future<bool> async_write(position first, std::vector<T> values) {
-    auto state = std::make_shared<ring_write_state<T>>();
+    auto state = shoal::layer::make_state<ring_write_state<T>>();
     state->values = std::move(values);
     state->host = data_.ptr().rank();
     for_each_piece(first, state->values.size(), [&](std::size_t slot, std::size_t done, std::size_t count) {

@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -39,6 +38,7 @@
 #include "shoal/core/registration.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
+#include "shoal/core/layer.hpp"
 #include "shoal/core/team.hpp"
 
 namespace shoal::detail {
@@ -107,11 +107,11 @@ class owner_table {
     using wire = typename Op::wire;
     using chunk = future_chunk<wire, R, Convert>;
     before_issue();
-    std::shared_ptr<receiver_base>& open = open_chunk(&chunk::tag);
-    if (!open || static_cast<chunk&>(*open).full()) open = std::make_shared<chunk>();
+    layer::state_ptr<layer::counted>& open = open_chunk(&chunk::tag);
+    if (!open || static_cast<chunk&>(*open).full()) open = layer::make_state<chunk>();
     auto& c = static_cast<chunk&>(*open);
     const std::uint32_t index = c.next();
-    future<R> f = c.future_of(index, open);
+    future<R> f = c.future_of(index);
     if (owner == me_) {
       std::optional<wire> result;
       try {
@@ -121,7 +121,7 @@ class owner_table {
       }
       if (result) c.arrive(std::move(*result), index);
     } else {
-      const std::uint32_t slot = add_pending(open, index);
+      const std::uint32_t slot = add_pending(&c, open, index);
       ledger_.touch(owner);
       shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
     }
@@ -164,7 +164,8 @@ class owner_table {
   template <class Op, class R, class Merge, class MakeArgs>
   future<R> call_batch(R init, std::vector<std::vector<std::size_t>> by_owner, MakeArgs&& make_args) {
     using wire = typename Op::wire;
-    auto state = std::make_shared<batch_receiver<wire, R, Merge>>();
+    using state_type = batch_receiver<wire, R, Merge>;
+    layer::state_ptr<state_type> state = layer::make_state<state_type>();
     state->result = std::move(init);
     std::vector<int> targets;
     for (std::size_t r = 0; r < by_owner.size(); ++r) {
@@ -188,7 +189,7 @@ class owner_table {
         }
         if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
       } else {
-        const std::uint32_t slot = add_pending(state, static_cast<std::uint32_t>(part));
+        const std::uint32_t slot = add_pending(state.get(), state, static_cast<std::uint32_t>(part));
         ledger_.touch(owner);
         std::apply(
             [&](auto&&... a) {
@@ -197,8 +198,7 @@ class owner_table {
             args);
       }
     }
-    using base = layer::future_state<R>;
-    return future<R>(std::shared_ptr<base>(state, static_cast<base*>(state.get())));
+    return future<R>(layer::state_ptr<layer::future_state<R>>(std::move(state)));
   }
 
   // ---- completion (CSE_Hash) -----------------------------------------------------------------------------------
@@ -255,7 +255,8 @@ class owner_table {
 
  private:
   struct pending {
-    std::shared_ptr<receiver_base> target;
+    receiver_base* target = nullptr;
+    layer::state_ptr<layer::counted> keep;  // target's owner: alive until the reply came, futures or not
     std::uint32_t part = 0;
   };
 
@@ -271,7 +272,7 @@ class owner_table {
   int origin() const { return reg_.team().from_world(am::current_source()); }
 
   /// The chunk of futures being filled for operations whose chunk type has `tag` (future_chunk::tag).
-  std::shared_ptr<receiver_base>& open_chunk(const void* tag) {
+  layer::state_ptr<layer::counted>& open_chunk(const void* tag) {
     for (auto& [t, c] : open_chunks_) {
       if (t == tag) return c;
     }
@@ -283,7 +284,7 @@ class owner_table {
     ledger_.issued();
   }
 
-  std::uint32_t add_pending(std::shared_ptr<receiver_base> target, std::uint32_t part) {
+  std::uint32_t add_pending(receiver_base* target, layer::state_ptr<layer::counted> keep, std::uint32_t part) {
     std::uint32_t slot;
     if (free_slots_.empty()) {
       slot = static_cast<std::uint32_t>(pending_.size());
@@ -292,7 +293,7 @@ class owner_table {
       slot = free_slots_.back();
       free_slots_.pop_back();
     }
-    pending_[slot] = {std::move(target), part};
+    pending_[slot] = {target, std::move(keep), part};
     return slot;
   }
 
@@ -322,7 +323,7 @@ class owner_table {
   template <class Wire>
   static void on_reply(std::uint32_t id, std::uint32_t slot, Wire w) {
     pending p = lookup(id).take_pending(slot);
-    static_cast<receiver<Wire>*>(p.target.get())->arrive(std::move(w), p.part);
+    static_cast<receiver<Wire>*>(p.target)->arrive(std::move(w), p.part);
   }
 
   static void on_reply_error(std::uint32_t id, std::uint32_t slot, std::string what) {
@@ -365,7 +366,7 @@ class owner_table {
   std::vector<pending> pending_;
   std::vector<std::uint32_t> free_slots_;
   // Per operation type (future_chunk::tag): the chunk of futures being filled (replies.hpp).
-  std::vector<std::pair<const void*, std::shared_ptr<receiver_base>>> open_chunks_;
+  std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>> open_chunks_;
 };
 
 }  // namespace shoal::detail

@@ -9,7 +9,6 @@
 
 #include <array>
 #include <cstddef>
-#include <memory>
 #include <cstdint>
 #include <exception>
 #include <utility>
@@ -32,14 +31,20 @@ std::uint64_t rejected_in(const W&) {
   return 0;
 }
 
-/// Something waiting for replies; `part` says which of its futures (chunk) or owners (batch) a reply is for.
+/// Something waiting for replies; `part` says which of its futures (chunk) or owners (batch) a reply is for. Who
+/// owns it is said apart (the engine's pending table keeps a layer::state_ptr<layer::counted> beside it).
 struct receiver_base {
-  virtual ~receiver_base() = default;
   virtual void fail(std::exception_ptr e, std::uint32_t part) = 0;
+
+ protected:
+  ~receiver_base() = default;
 };
 template <class Wire>
 struct receiver : receiver_base {
   virtual void arrive(Wire&& w, std::uint32_t part) = 0;
+
+ protected:
+  ~receiver() = default;
 };
 
 /// Futures of single operations issued together.
@@ -48,7 +53,7 @@ inline constexpr std::uint32_t future_chunk_size = 64;
 /// The states of up to future_chunk_size futures of one operation type (Wire: what the owner sends back; Convert
 /// turns it into the future's value R, or throws), allocated together; each reply completes its own future.
 template <class Wire, class R, class Convert>
-class future_chunk final : public receiver<Wire> {
+class future_chunk final : public layer::counted, public receiver<Wire> {
   struct element final : layer::future_state<R> {};
 
  public:
@@ -57,10 +62,8 @@ class future_chunk final : public receiver<Wire> {
   bool full() const { return used_ == future_chunk_size; }
   /// Takes the next state; its index is the `part` of the request's reply.
   std::uint32_t next() { return used_++; }
-  /// The future of state `index`, sharing the chunk's ownership (`self`).
-  future<R> future_of(std::uint32_t index, const std::shared_ptr<receiver_base>& self) {
-    return future<R>(std::shared_ptr<layer::future_state<R>>(self, &elements_[index]));
-  }
+  /// The future of state `index`, sharing ownership of the chunk.
+  future<R> future_of(std::uint32_t index) { return future<R>(&elements_[index], layer::state_ptr<layer::counted>(this)); }
 
   void arrive(Wire&& w, std::uint32_t index) override {
     element& e = elements_[index];
