@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "shoal/core.hpp"
+#include "shoal/core/layer.hpp"
 #include "shoal_test.hpp"
 
 namespace {
@@ -286,6 +287,68 @@ TEST(Rma, AsyncPutGetAndFutures) {
   EXPECT_EQ(ready.get(), "done");
   shoal::barrier();
   shoal::deallocate(ptrs[static_cast<std::size_t>(me())]);
+}
+
+/// A state that says when it is destroyed (layer::make_state; the future's count is intrusive and plain).
+struct noted_state final : shoal::layer::future_state<int> {
+  explicit noted_state(bool* gone) : gone_(gone) {}
+  ~noted_state() override { *gone_ = true; }
+  bool* gone_;
+};
+
+/// States allocated together: futures point into the chunk and own a share of it.
+struct noted_chunk final : shoal::layer::counted {
+  explicit noted_chunk(bool* gone) : gone_(gone) {}
+  ~noted_chunk() override { *gone_ = true; }
+  shoal::layer::future_state<int> states[2];
+  bool* gone_;
+};
+
+TEST(Futures, CopiesShareOneStateFreedWithTheLastOwner) {
+  bool gone = false;
+  {
+    auto state = shoal::layer::make_state<noted_state>(&gone);
+    EXPECT_EQ(state->use_count(), 1u);
+    shoal::future<int> f(state);
+    EXPECT_EQ(state->use_count(), 2u);
+    shoal::future<int> copy = f;
+    EXPECT_EQ(state->use_count(), 3u);
+    shoal::future<int> moved = std::move(copy);
+    EXPECT_FALSE(copy.valid());  // NOLINT(bugprone-use-after-move): a moved-from future is empty
+    EXPECT_EQ(state->use_count(), 3u);
+    state->set_value(7);
+    state = {};  // the producer lets go: the futures keep the state
+    EXPECT_FALSE(gone);
+    EXPECT_TRUE(f.ready());
+    EXPECT_EQ(moved.get(), 7);  // takes the value; f still shares the state (its value was moved out)
+    EXPECT_FALSE(moved.valid());
+    EXPECT_TRUE(f.valid());
+    EXPECT_FALSE(gone);
+  }
+  EXPECT_TRUE(gone);
+
+  bool chunk_gone = false;
+  shoal::future<int> first, second;
+  {
+    auto chunk = shoal::layer::make_state<noted_chunk>(&chunk_gone);
+    first = shoal::future<int>(&chunk->states[0], chunk);
+    second = shoal::future<int>(&chunk->states[1], chunk);
+    chunk->states[1].set_error(std::make_exception_ptr(shoal::remote_error("failed there")));
+    chunk->states[0].set_value(1);
+  }
+  EXPECT_FALSE(chunk_gone);
+  EXPECT_EQ(first.get(), 1);
+  EXPECT_FALSE(chunk_gone);
+  EXPECT_THROW(second.get(), shoal::remote_error);
+  EXPECT_TRUE(chunk_gone);
+
+  auto plain = shoal::detail::make_counted<noted_state>(&gone);
+  shoal::detail::counted_ptr<shoal::layer::counted> as_base = plain;
+  EXPECT_EQ(plain->use_count(), 2u);
+  auto back = shoal::detail::static_counted_cast<noted_state>(std::move(as_base));
+  EXPECT_FALSE(as_base);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(back.get(), plain.get());
+  EXPECT_EQ(plain->use_count(), 2u);
 }
 
 template <class T>
