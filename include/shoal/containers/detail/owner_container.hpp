@@ -132,21 +132,24 @@ class owner_container {
   future<typename Op::wire> keyed_batch(const Range& keys) {
     using result = typename Op::wire;
     const std::size_t n = std::ranges::size(keys);
-    auto by_owner = t_.split_by_owner(n, [&](std::size_t i) -> decltype(auto) { return keys[i]; });
-    return t_.template call_batch<Op, result, scatter_back>(result(n), std::move(by_owner),
-                                                            [&](const std::vector<std::size_t>& at) {
-                                                              return std::make_tuple(gather<K>(keys, at, itself));
-                                                            });
+    batch_cut cut = t_.split_by_owner(n, [&](std::size_t i) -> decltype(auto) { return keys[i]; });
+    return t_.template call_batch<Op, result, scatter_back>(
+        result(n), std::move(cut),
+        [&](std::size_t, const std::vector<std::size_t>& at) { return std::make_tuple(gather<K>(keys, at, itself)); });
   }
   /// One Op per owner over the (key, value) pairs of a random-access range; the counts summed.
   template <class Op, class V, class Range>
   future<batch_insert_result> pair_batch(const Range& pairs) {
-    auto by_owner = t_.split_by_owner(std::ranges::size(pairs),
-                                      [&](std::size_t i) -> decltype(auto) { return std::get<0>(pairs[i]); });
-    return t_.template call_batch<Op, batch_insert_result, merge_counts>(
-        batch_insert_result{}, std::move(by_owner), [&](const std::vector<std::size_t>& at) {
-          return std::make_tuple(gather<K>(pairs, at, first_of), gather<V>(pairs, at, second_of));
+    // One pass: each pair goes straight into its owner's key and value vectors (the counts need no positions).
+    auto [cut, args] = t_.template cut_arguments_by_owner<K, V>(
+        std::ranges::size(pairs), [&](std::size_t i) -> decltype(auto) { return std::get<0>(pairs[i]); },
+        [&](std::tuple<std::vector<K>, std::vector<V>>& part, std::size_t i) {
+          std::get<0>(part).push_back(static_cast<K>(std::get<0>(pairs[i])));
+          std::get<1>(part).push_back(static_cast<V>(std::get<1>(pairs[i])));
         });
+    return t_.template call_batch<Op, batch_insert_result, merge_counts>(
+        batch_insert_result{}, std::move(cut),
+        [&](std::size_t part, const std::vector<std::size_t>&) { return std::move(args[part]); });
   }
 
   engine t_;

@@ -144,41 +144,75 @@ class owner_table {
     }
   }
 
-  /// Splits input positions 0..n-1 by owner rank (key_at(i) gives the key of position i).
+  /// Splits input positions 0..n-1 by owner rank (key_at(i) gives the key of position i): the owners with
+  /// positions, and the positions of each.
   template <class KeyAt>
-  std::vector<std::vector<std::size_t>> split_by_owner(std::size_t n, KeyAt&& key_at) const {
-    std::vector<std::vector<std::size_t>> by_owner(static_cast<std::size_t>(team().size()));
+  batch_cut split_by_owner(std::size_t n, KeyAt&& key_at) const {
+    batch_cut cut;
     const std::vector<int>& owners = placement_.owners();
     if (owners.size() == 1) {  // every position goes to the one owner
-      auto& all = by_owner[static_cast<std::size_t>(owners[0])];
-      all.resize(n);
+      if (n == 0) return cut;
+      cut.owners.push_back(owners[0]);
+      auto& all = cut.positions.emplace_back(n);
       for (std::size_t i = 0; i < n; ++i) all[i] = i;
-      return by_owner;
+      return cut;
     }
+    std::vector<std::vector<std::size_t>> by_owner(static_cast<std::size_t>(team().size()));
     for (std::size_t i = 0; i < n; ++i) by_owner[static_cast<std::size_t>(owner_of(key_at(i)))].push_back(i);
-    return by_owner;
+    for (std::size_t r = 0; r < by_owner.size(); ++r) {
+      if (!by_owner[r].empty()) {
+        cut.owners.push_back(static_cast<int>(r));
+        cut.positions.push_back(std::move(by_owner[r]));
+      }
+    }
+    return cut;
   }
 
-  /// Runs Op once per owner that has positions in `by_owner`, with the arguments make_args(positions) (a tuple),
-  /// and merges the replies into one future (Merge: (R&, wire&&, positions)). Empty input: a ready future of init.
+  /// Cuts inputs 0..n-1 by owner in one pass, for batches whose merge needs no positions: append(args, i) adds
+  /// input i (key: key_at(i)) to the arguments of its owner's part, a tuple of vectors of Ts... Returns the cut (no
+  /// positions) and each part's arguments, in the cut's order.
+  template <class... Ts, class KeyAt, class Append>
+  std::pair<batch_cut, std::vector<std::tuple<std::vector<Ts>...>>> cut_arguments_by_owner(std::size_t n,
+                                                                                           KeyAt&& key_at,
+                                                                                           Append&& append) const {
+    std::pair<batch_cut, std::vector<std::tuple<std::vector<Ts>...>>> out;
+    auto& [cut, args] = out;
+    const std::vector<int>& owners = placement_.owners();
+    if (owners.size() == 1) {
+      if (n == 0) return out;
+      cut.owners.push_back(owners[0]);
+      auto& all = args.emplace_back();
+      std::apply([&](auto&... v) { (v.reserve(n), ...); }, all);
+      for (std::size_t i = 0; i < n; ++i) append(all, i);
+    } else {
+      std::vector<std::tuple<std::vector<Ts>...>> by_owner(static_cast<std::size_t>(team().size()));
+      for (std::size_t i = 0; i < n; ++i) append(by_owner[static_cast<std::size_t>(owner_of(key_at(i)))], i);
+      for (std::size_t r = 0; r < by_owner.size(); ++r) {
+        if (!std::get<0>(by_owner[r]).empty()) {
+          cut.owners.push_back(static_cast<int>(r));
+          args.push_back(std::move(by_owner[r]));
+        }
+      }
+    }
+    cut.positions.resize(cut.owners.size());
+    return out;
+  }
+
+  /// Runs Op once per part of `cut` (at its owner), with the arguments make_args(part, the part's positions) (a
+  /// tuple), and merges the replies into one future (Merge: (R&, wire&&, the part's positions)). No parts: a ready
+  /// future of init.
   template <class Op, class R, class Merge, class MakeArgs>
-  future<R> call_batch(R init, std::vector<std::vector<std::size_t>> by_owner, MakeArgs&& make_args) {
+  future<R> call_batch(R init, batch_cut cut, MakeArgs&& make_args) {
     using wire = typename Op::wire;
     using state_type = batch_receiver<wire, R, Merge>;
     layer::state_ptr<state_type> state = layer::make_state<state_type>();
     state->result = std::move(init);
-    std::vector<int> targets;
-    for (std::size_t r = 0; r < by_owner.size(); ++r) {
-      if (!by_owner[r].empty()) {
-        targets.push_back(static_cast<int>(r));
-        state->positions.push_back(std::move(by_owner[r]));
-      }
-    }
-    state->remaining = targets.size();
-    if (targets.empty()) state->finish();
-    for (std::size_t part = 0; part < targets.size(); ++part) {
-      const int owner = targets[part];
-      auto args = make_args(state->positions[part]);
+    state->positions = std::move(cut.positions);
+    state->remaining = cut.owners.size();
+    if (cut.owners.empty()) state->finish();
+    for (std::size_t part = 0; part < cut.owners.size(); ++part) {
+      const int owner = cut.owners[part];
+      auto args = make_args(part, state->positions[part]);
       before_issue();
       if (owner == me_) {
         std::optional<wire> result;

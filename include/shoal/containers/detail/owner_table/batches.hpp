@@ -13,6 +13,13 @@
 
 namespace shoal::detail {
 
+/// A batch cut into parts, one per owner it addresses: the owners, and each part's input positions (empty when the
+/// merge needs none).
+struct batch_cut {
+  std::vector<int> owners;
+  std::vector<std::vector<std::size_t>> positions;
+};
+
 /// Batch merges: add the counts of every owner; or put each owner's results back at their input positions.
 struct merge_counts {
   void operator()(batch_insert_result& total, batch_insert_result&& part, const std::vector<std::size_t>&) const {
