@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "ordered_map_sim.hpp"
 #include "support/linearizability.hpp"
@@ -126,6 +127,35 @@ void expect_same(const op_result<long, long>& want, const op_result<long, long>&
   EXPECT_EQ(want.values, got.values);
 }
 
+/// Offers `per_client` operations of each of clients 0..clients-1 in a random order, interleaved at random with
+/// message deliveries, then runs the service until it is quiet: draw(r) gives client r's next operation,
+/// issue(r, index, op) offers it as that client's index-th (false: not taken now; offered again later).
+template <class Draw, class Issue>
+void interleave_clients(sim& s, std::mt19937_64& rng, int clients, int per_client, Draw&& draw, Issue&& issue) {
+  using op_type = std::invoke_result_t<Draw&, int>;
+  const auto n = static_cast<std::size_t>(clients);
+  std::vector<int> issued(n, 0);
+  std::vector<std::optional<op_type>> next(n);
+  int remaining = per_client * clients;
+  while (remaining > 0 || s.step()) {
+    if (remaining == 0) continue;
+    const auto r = static_cast<std::size_t>(std::uniform_int_distribution<int>(0, clients - 1)(rng));
+    if (issued[r] == per_client) {
+      s.step();
+      continue;
+    }
+    if (!next[r]) next[r] = draw(static_cast<int>(r));
+    const bool ok = issue(static_cast<int>(r), issued[r], *next[r]);
+    if (ok) {
+      next[r].reset();
+      ++issued[r];
+      --remaining;
+    }
+    if (!ok || rng() % 3 == 0) s.step();
+  }
+  s.run_until_quiet();
+}
+
 /// Every rank issues `per_rank` operations, interleaved at random with message deliveries.
 /// Only the first `clients` ranks issue (all when 0); the others serve their nodes.
 std::vector<record> run_random(sim& s, std::mt19937_64& rng, int per_rank, long keyspace, bool own_keys_only,
@@ -133,33 +163,15 @@ std::vector<record> run_random(sim& s, std::mt19937_64& rng, int per_rank, long 
                                int clients = 0) {
   if (clients == 0) clients = s.ranks();
   std::vector<record> done;
-  std::vector<int> issued(static_cast<std::size_t>(s.ranks()), 0);
-  std::vector<std::optional<op_spec<long, long>>> next(static_cast<std::size_t>(s.ranks()));
-  int remaining = per_rank * clients;
-  std::uniform_int_distribution<int> coin(0, 2);
-  while (remaining > 0 || s.step()) {
-    if (remaining == 0) continue;
-    const int r = std::uniform_int_distribution<int>(0, clients - 1)(rng);
-    auto& slot = next[static_cast<std::size_t>(r)];
-    if (issued[static_cast<std::size_t>(r)] == per_rank) {
-      s.step();
-      continue;
-    }
-    if (!slot) slot = random_op(rng, keyspace, r, s.ranks(), own_keys_only, m);
-    const std::size_t index = static_cast<std::size_t>(issued[static_cast<std::size_t>(r)]);
-    const auto spec = *slot;
-    const bool ok = s.at(r).try_issue(spec, [&done, r, index, spec, delivery_order](op_result<long, long>&& res) {
-      done.push_back({r, index, spec, std::move(res)});
-      if (delivery_order) (*delivery_order)[static_cast<std::size_t>(r)].push_back(index);
-    });
-    if (ok) {
-      slot.reset();
-      ++issued[static_cast<std::size_t>(r)];
-      --remaining;
-    }
-    if (!ok || coin(rng) == 0) s.step();
-  }
-  s.run_until_quiet();
+  interleave_clients(
+      s, rng, clients, per_rank, [&](int r) { return random_op(rng, keyspace, r, s.ranks(), own_keys_only, m); },
+      [&](int r, int issued, const op_spec<long, long>& spec) {
+        const auto index = static_cast<std::size_t>(issued);
+        return s.at(r).try_issue(spec, [&done, r, index, spec, delivery_order](op_result<long, long>&& res) {
+          done.push_back({r, index, spec, std::move(res)});
+          if (delivery_order) (*delivery_order)[static_cast<std::size_t>(r)].push_back(index);
+        });
+      });
   return done;
 }
 
@@ -321,9 +333,6 @@ TEST_P(OrderedMapSim, SequentialConsistencyIsLinearizablePerKeyInIssueOrderAcros
     const int per_client = 400 / ranks;
     std::vector<h::operation> ops;
     std::uint64_t clock = 1;
-    std::vector<int> issued(static_cast<std::size_t>(ranks), 0);
-    std::vector<std::optional<std::pair<op_spec<long, long>, h::operation>>> next(static_cast<std::size_t>(ranks));
-    int remaining = per_client * ranks;
     std::int64_t counter = 0;
     int completed = 0;
     auto draw = [&](int r) {
@@ -356,47 +365,34 @@ TEST_P(OrderedMapSim, SequentialConsistencyIsLinearizablePerKeyInIssueOrderAcros
       }
       return std::make_pair(sp, o);
     };
-    while (remaining > 0 || s.step()) {
-      if (remaining == 0) continue;
-      const int r = std::uniform_int_distribution<int>(0, ranks - 1)(rng);
-      auto& slot = next[static_cast<std::size_t>(r)];
-      if (issued[static_cast<std::size_t>(r)] == per_client) {
-        s.step();
-        continue;
-      }
-      if (!slot) slot = draw(r);
-      auto [sp, o] = *slot;
-      o.seq = static_cast<std::uint32_t>(issued[static_cast<std::size_t>(r)]);
-      o.call_ns = clock++;
-      const bool ok = s.at(r).try_issue(sp, [&ops, &clock, &completed, o, sp](op_result<long, long>&& res) mutable {
-        ++completed;
-        o.return_ns = clock++;
-        o.done = 1;
-        o.ok = res.st == status::ok ? 1 : 0;
-        if (o.kind == h::op_kind::find) o.out = res.st == status::ok ? *res.value : 0;
-        std::vector<std::pair<std::int64_t, std::int64_t>> kv;
-        if (o.kind == h::op_kind::lower_bound) {
-          // What it saw, key by key: nothing from its key up to the answer (the group's sentinel at the latest).
-          if (res.key) kv.emplace_back(*res.key, *res.value);
-          const std::int64_t hi = res.key ? *res.key : sp.key - sp.key % width + width - 1;
-          for (auto& part : h::key_observations(o, sp.key, hi, kv)) ops.push_back(part);
-          return;
-        }
-        if (o.kind == h::op_kind::range) {
-          for (std::size_t i = 0; i < res.keys.size(); ++i) kv.emplace_back(res.keys[i], res.values[i]);
-          for (auto& part : h::key_observations(o, sp.key, sp.hi, kv)) ops.push_back(part);
-          return;
-        }
-        ops.push_back(o);
-      });
-      if (ok) {
-        slot.reset();
-        ++issued[static_cast<std::size_t>(r)];
-        --remaining;
-      }
-      if (!ok || rng() % 3 == 0) s.step();
-    }
-    s.run_until_quiet();
+    interleave_clients(
+        s, rng, ranks, per_client, draw,
+        [&](int r, int issued, const std::pair<op_spec<long, long>, h::operation>& drawn) {
+          auto [sp, o] = drawn;
+          o.seq = static_cast<std::uint32_t>(issued);
+          o.call_ns = clock++;
+          return s.at(r).try_issue(sp, [&ops, &clock, &completed, o, sp](op_result<long, long>&& res) mutable {
+            ++completed;
+            o.return_ns = clock++;
+            o.done = 1;
+            o.ok = res.st == status::ok ? 1 : 0;
+            if (o.kind == h::op_kind::find) o.out = res.st == status::ok ? *res.value : 0;
+            std::vector<std::pair<std::int64_t, std::int64_t>> kv;
+            if (o.kind == h::op_kind::lower_bound) {
+              // What it saw, key by key: nothing from its key up to the answer (the group's sentinel at the latest).
+              if (res.key) kv.emplace_back(*res.key, *res.value);
+              const std::int64_t hi = res.key ? *res.key : sp.key - sp.key % width + width - 1;
+              for (auto& part : h::key_observations(o, sp.key, hi, kv)) ops.push_back(part);
+              return;
+            }
+            if (o.kind == h::op_kind::range) {
+              for (std::size_t i = 0; i < res.keys.size(); ++i) kv.emplace_back(res.keys[i], res.values[i]);
+              for (auto& part : h::key_observations(o, sp.key, sp.hi, kv)) ops.push_back(part);
+              return;
+            }
+            ops.push_back(o);
+          });
+        });
     ASSERT_EQ(completed, per_client * ranks);
     const auto r = h::check_linearizable_in_issue_order(ops, model);
     ASSERT_EQ(r.outcome, h::verdict::ok) << "seed " << seed << ": " << r.explanation;
