@@ -437,6 +437,24 @@ TEST(Am, RpcHandlerExceptionBecomesRemoteError) {
   shoal::am::barrier();
 }
 
+TEST(Am, RpcFailureWithoutAFutureIsReportedAtBarrier) {
+  reset();
+  // The future is dropped at once: the reply finds nobody holding the state (its count is the pending slot's alone)
+  // and reports the failure like a fire-and-forget one.
+  (void)shoal::rpc(right(), [](int v) -> int { throw std::runtime_error("unwatched " + std::to_string(v)); }, 7);
+  auto kept = shoal::rpc(right(), [](int v) { return v + 1; }, 8);  // held: its value is still delivered
+  try {
+    shoal::am::barrier();
+    ADD_FAILURE() << "no exception";
+  } catch (const shoal::remote_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unwatched 7"), std::string::npos) << what;
+    EXPECT_EQ(what.find("more handler failures"), std::string::npos) << what;
+  }
+  EXPECT_EQ(kept.get(), 9);
+  shoal::am::barrier();  // reported once
+}
+
 TEST(Am, PostHandlerExceptionReportedToSenderAtBarrier) {
   reset();
   shoal::post(right(), &h::throwing_handler, 42);
