@@ -190,7 +190,9 @@ class engine {
 
   // ---- rpc bookkeeping ---------------------------------------------------------------------------------------------
 
-  std::uint32_t add_pending(shoal::layer::state_ptr<shoal::layer::counted> state) { return rpcs_.add(std::move(state)); }
+  std::uint32_t add_pending(shoal::layer::state_ptr<shoal::layer::counted> state) {
+    return rpcs_.add(std::move(state));
+  }
   shoal::layer::state_ptr<shoal::layer::counted> take_pending(std::uint32_t slot) { return rpcs_.take(slot); }
   std::size_t& live_rpcs() { return rpcs_.live(); }
 

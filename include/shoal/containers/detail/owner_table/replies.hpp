@@ -63,7 +63,9 @@ class future_chunk final : public layer::counted, public receiver<Wire> {
   /// Takes the next state; its index is the `part` of the request's reply.
   std::uint32_t next() { return used_++; }
   /// The future of state `index`, sharing ownership of the chunk.
-  future<R> future_of(std::uint32_t index) { return future<R>(&elements_[index], layer::state_ptr<layer::counted>(this)); }
+  future<R> future_of(std::uint32_t index) {
+    return future<R>(&elements_[index], layer::state_ptr<layer::counted>(this));
+  }
 
   void arrive(Wire&& w, std::uint32_t index) override {
     element& e = elements_[index];
