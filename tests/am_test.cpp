@@ -437,20 +437,26 @@ TEST(Am, RpcHandlerExceptionBecomesRemoteError) {
   shoal::am::barrier();
 }
 
+/// Runs am::barrier(), which must throw the remote_error of a reported handler failure: its text ("" if none came).
+std::string barrier_failure() {
+  try {
+    shoal::am::barrier();
+  } catch (const shoal::remote_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception";
+  return "";
+}
+
 TEST(Am, RpcFailureWithoutAFutureIsReportedAtBarrier) {
   reset();
   // The future is dropped at once: the reply finds nobody holding the state (its count is the pending slot's alone)
   // and reports the failure like a fire-and-forget one.
   (void)shoal::rpc(right(), [](int v) -> int { throw std::runtime_error("unwatched " + std::to_string(v)); }, 7);
   auto kept = shoal::rpc(right(), [](int v) { return v + 1; }, 8);  // held: its value is still delivered
-  try {
-    shoal::am::barrier();
-    ADD_FAILURE() << "no exception";
-  } catch (const shoal::remote_error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("unwatched 7"), std::string::npos) << what;
-    EXPECT_EQ(what.find("more handler failures"), std::string::npos) << what;
-  }
+  const std::string what = barrier_failure();
+  EXPECT_NE(what.find("unwatched 7"), std::string::npos) << what;
+  EXPECT_EQ(what.find("more handler failures"), std::string::npos) << what;
   EXPECT_EQ(kept.get(), 9);
   shoal::am::barrier();  // reported once
 }
@@ -459,17 +465,12 @@ TEST(Am, PostHandlerExceptionReportedToSenderAtBarrier) {
   reset();
   shoal::post(right(), &h::throwing_handler, 42);
   shoal::post(right(), &h::throwing_handler, 43);
-  try {
-    shoal::am::barrier();
-    ADD_FAILURE() << "no exception";
-  } catch (const shoal::remote_error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("am_test_handlers::throwing_handler"), std::string::npos) << what;
-    EXPECT_NE(what.find("sent by rank " + std::to_string(me())), std::string::npos) << what;
-    EXPECT_NE(what.find("on rank " + std::to_string(right())), std::string::npos) << what;
-    EXPECT_NE(what.find("value 42 rejected"), std::string::npos) << what;
-    EXPECT_NE(what.find("1 more"), std::string::npos) << what;
-  }
+  const std::string what = barrier_failure();
+  EXPECT_NE(what.find("am_test_handlers::throwing_handler"), std::string::npos) << what;
+  EXPECT_NE(what.find("sent by rank " + std::to_string(me())), std::string::npos) << what;
+  EXPECT_NE(what.find("on rank " + std::to_string(right())), std::string::npos) << what;
+  EXPECT_NE(what.find("value 42 rejected"), std::string::npos) << what;
+  EXPECT_NE(what.find("1 more"), std::string::npos) << what;
   shoal::am::barrier();  // reported once
 }
 
