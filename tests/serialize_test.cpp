@@ -72,4 +72,13 @@ TEST(Hash, SameOnEveryRankAndSeeded) {
   EXPECT_EQ(shoal::hash_value(person{"x", {1}}), shoal::hash_value(person{"x", {1}}));
 }
 
+TEST(Hash, IsXxh3AsTheLibraryComputesIt) {
+  // shoal compiles XXH3 inline (core/hash.hpp); these values are libxxhash's own XXH3_64bits_withSeed (0.8.1, a
+  // program linked against the shared library). XXH3's output is fixed since xxHash 0.8.0: where keys live must not
+  // change with how the hash is compiled.
+  EXPECT_EQ(shoal::hash_value(std::uint64_t{42}, 7), 0xb117e48ca46dc725ull);
+  EXPECT_EQ(shoal::hash_value(std::uint32_t{42}), 0x2132b64814a1ad5dull);
+  EXPECT_EQ(shoal::hash_value(std::string("kmer")), 0x08abaf8f260807bbull);
+}
+
 }  // namespace
