@@ -135,7 +135,7 @@ class owner_container {
     batch_cut cut = t_.split_by_owner(n, [&](std::size_t i) -> decltype(auto) { return keys[i]; });
     return t_.template call_batch<Op, result, scatter_back>(
         result(n), std::move(cut),
-        [&](std::size_t, const std::vector<std::size_t>& at) { return std::make_tuple(gather<K>(keys, at, itself)); });
+        [&](std::size_t, const std::vector<std::size_t>& at) { return std::make_tuple(gather<K>(keys, at)); });
   }
   /// One Op per owner over the (key, value) pairs of a random-access range; the counts summed.
   template <class Op, class V, class Range>

@@ -1,12 +1,12 @@
 // shoal/containers/detail/owner_table/batches.hpp — how a batch is cut by owner and put back together.
 //
-// A batch over n inputs is split into one part per owner (the input positions whose keys it owns); each part travels
-// as one operation whose arguments are gathered from those positions; the owners' replies merge into one result —
-// counts added, or per-key results scattered back to their input positions.
+// A batch over n inputs is split into one part per owner; each part travels as one operation. Batches with per-key
+// results keep each part's input positions and gather its arguments from them; batches that return counts append
+// each input straight to its owner's arguments (owner_table::cut_arguments_by_owner). The owners' replies merge into
+// one result — counts added, or per-key results scattered back to their input positions.
 #pragma once
 
 #include <cstddef>
-#include <tuple>
 #include <vector>
 
 #include "shoal/containers/dist_map_results.hpp"
@@ -33,17 +33,14 @@ struct scatter_back {
   }
 };
 
-/// The elements of `range` at `positions`, projected by `get`.
-template <class T, class Range, class Get>
-std::vector<T> gather(const Range& range, const std::vector<std::size_t>& positions, Get get) {
+/// The elements of `range` at `positions`, as Ts.
+template <class T, class Range>
+std::vector<T> gather(const Range& range, const std::vector<std::size_t>& positions) {
   std::vector<T> out;
   out.reserve(positions.size());
-  for (std::size_t i : positions) out.push_back(static_cast<T>(get(range[i])));
+  for (std::size_t i : positions) out.push_back(static_cast<T>(range[i]));
   return out;
 }
-inline constexpr auto first_of = [](const auto& e) -> decltype(auto) { return std::get<0>(e); };
-inline constexpr auto second_of = [](const auto& e) -> decltype(auto) { return std::get<1>(e); };
-inline constexpr auto itself = [](const auto& e) -> decltype(auto) { return e; };
 
 /// A batch of one single-key operation: runs Single at the owner for every key it received, results in order.
 template <class Single>
