@@ -280,13 +280,13 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
     using wire = batch_insert_result;
     static wire apply(engine& t, int, std::vector<K> keys, std::vector<V> values) {
       batch_insert_result r;
-      for (std::size_t i = 0; i < keys.size(); ++i) {
+      detail::for_each_prefetched(t.shard(), keys, [&](std::size_t i) {
         switch (Single::apply(t, 0, std::move(keys[i]), std::move(values[i]))) {
           case status::inserted: ++r.inserted; break;
           case status::existing: ++r.existing; break;
           case status::rejected: ++r.rejected; break;
         }
-      }
+      });
       return r;
     }
   };

@@ -236,8 +236,9 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
     using wire = batch_insert_result;
     static wire apply(engine& t, int, std::vector<K> keys, std::vector<V> vs) {
       batch_insert_result r;
-      for (std::size_t i = 0; i < keys.size(); ++i)
+      detail::for_each_prefetched(t.shard(), keys, [&](std::size_t i) {
         r += append_op::apply(t, 0, std::move(keys[i]), values{std::move(vs[i])});
+      });
       return r;
     }
   };

@@ -185,8 +185,9 @@ class engine {
     return n;
   }
   std::uint64_t handled() const { return counts_.handled(); }
-  /// Trampolines that run several messages in one call count all but the last (dispatch counts that one).
-  void count_handled() { counts_.add_handled(team_); }
+  /// Trampolines that run several messages in one call count all but the last (dispatch counts that one), in one
+  /// addition when their loop ends.
+  void count_handled(std::uint64_t n = 1) { counts_.add_handled(team_, n); }
 
   // ---- rpc bookkeeping ---------------------------------------------------------------------------------------------
 
@@ -217,8 +218,10 @@ class engine {
   /// The team of the messages sent now: the running handler's, else the one a team_scope set (0: world()).
   std::uint32_t team() const { return team_; }
   void set_team(std::uint32_t team) { team_ = team; }
-  /// Changes whenever a handler loop starts (trampolines use it to notice that a nested loop ran).
-  std::uint64_t loop_epoch() const { return loop_epoch_; }
+  /// Changes whenever a handler loop starts (trampolines use it to notice that a nested loop ran). 32 bits on purpose:
+  /// a handler's stores to 64-bit data (a sum, a table) cannot alias it, so a group's loop reads it without reloading
+  /// what the handler wrote (equal again only after 2^32 nested loops inside one handler call).
+  std::uint32_t loop_epoch() const { return loop_epoch_; }
   std::uint64_t buffers_sent() const { return buffers_sent_; }
   /// Received buffers the fault mode held back for at least one step (0 without SHOAL_FAULTS).
   std::uint64_t buffers_delayed() const { return faults_ ? faults_->delayed() : 0; }
@@ -426,7 +429,7 @@ class engine {
   std::uint32_t team_ = 0;  // see team()
   message_counts counts_;   // for quiescence (see sent())
   std::uint64_t buffers_sent_ = 0;
-  std::uint64_t loop_epoch_ = 0;
+  std::uint32_t loop_epoch_ = 0;
 
   // The fault mode (SHOAL_FAULTS): received buffers held back, one lane per sender.
   std::optional<shoal::layer::fault_scheduler<rx_buffer>> faults_;

@@ -292,26 +292,35 @@ void run_post(rx_buffer& b) {
     if constexpr (body > 0) {
       if (static_cast<std::size_t>(b.end - b.pos) / body <= b.left) [[unlikely]] throw_truncated();
     }
-    const std::uint64_t epoch = e.loop_epoch();
+    const std::uint32_t epoch = e.loop_epoch();
     const F fn = handler_of<F>(b);
+    // The loop's position and count live in registers; b.pos and b.left are only stored (for a nested loop, should a
+    // handler wait), never read back, and the messages run are counted once when the loop ends.
+    const std::byte* p = b.pos;
+    std::uint32_t left = b.left;
+    std::uint64_t counted_later = 0;  // messages run by this loop before the current one
     for (;;) {
-      const std::byte* p = b.pos;
       auto values = [&]<class... W>(type_list<W...>) {
         return [&]<std::size_t... I>(std::index_sequence<I...>) {
           return std::tuple<W...>{load<W>(p + all_trivial<Wire>::offsets[I])...};
         }(std::index_sequence_for<W...>{});
       }(Wire{});
-      b.pos = p + all_trivial<Wire>::bytes;
+      p += all_trivial<Wire>::bytes;
+      b.pos = p;
+      b.left = left;
       try {
         call<F, Params>(fn, values);
       } catch (...) {
         report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
       }
       // Continue with the group, unless a nested loop ran meanwhile (a handler that waited): then `b` may be gone
-      // and the outer loop takes over.
-      if (e.loop_epoch() != epoch || b.left == 0) return;
-      --b.left;
-      e.count_handled();
+      // and the outer loop takes over. Dispatch counts the current message.
+      if (e.loop_epoch() != epoch || left == 0) [[unlikely]] {
+        if (counted_later > 0) e.count_handled(counted_later);
+        return;
+      }
+      --left;
+      ++counted_later;
     }
   } else {
     byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));

@@ -34,9 +34,9 @@ class message_counts {
     sent_ += n;
     if (team != 0) of(team).sent += n;
   }
-  void add_handled(std::uint32_t team) {
-    ++handled_;
-    if (team != 0) ++of(team).handled;
+  void add_handled(std::uint32_t team, std::uint64_t n = 1) {
+    handled_ += n;
+    if (team != 0) of(team).handled += n;
   }
 
  private:

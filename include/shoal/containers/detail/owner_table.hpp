@@ -123,7 +123,7 @@ class owner_table {
     } else {
       const std::uint32_t slot = add_pending(&c, open, index);
       ledger_.touch(owner);
-      shoal::post(to_world(owner), &on_call<Op, std::decay_t<Args>...>, id_, slot, std::forward<Args>(args)...);
+      shoal::post(to_world(owner), on_call<Op, std::decay_t<Args>...>{}, id_, slot, std::forward<Args>(args)...);
     }
     return f;
   }
@@ -140,7 +140,7 @@ class owner_table {
       }
     } else {
       ledger_.touch(owner);
-      shoal::post(to_world(owner), &on_post<Op, std::decay_t<Args>...>, id_, std::forward<Args>(args)...);
+      shoal::post(to_world(owner), on_post<Op, std::decay_t<Args>...>{}, id_, std::forward<Args>(args)...);
     }
   }
 
@@ -227,7 +227,7 @@ class owner_table {
         ledger_.touch(owner);
         std::apply(
             [&](auto&&... a) {
-              shoal::post(to_world(owner), &on_call<Op, std::decay_t<decltype(a)>...>, id_, slot, std::move(a)...);
+              shoal::post(to_world(owner), on_call<Op, std::decay_t<decltype(a)>...>{}, id_, slot, std::move(a)...);
             },
             args);
       }
@@ -338,27 +338,33 @@ class owner_table {
   }
 
   // ---- handlers (run at the owner, or back at the origin) ------------------------------------------------------
+  // Function objects, not function pointers: the AM layer runs a group of messages for one handler type in one loop,
+  // and a handler type's call is inlined there (a function pointer costs an indirect call per message).
 
   template <class Op, class... Args>
-  static void on_call(std::uint32_t id, std::uint32_t slot, Args... args) {
-    auto& self = lookup(id);
-    const int origin = self.origin();
-    std::optional<typename Op::wire> result;
-    std::string what;
-    try {
-      result.emplace(Op::apply(self, origin, std::move(args)...));
-    } catch (const std::exception& e) {
-      what = self.failure_text(e);
+  struct on_call {
+    void operator()(std::uint32_t id, std::uint32_t slot, Args... args) const {
+      auto& self = lookup(id);
+      const int origin = self.origin();
+      std::optional<typename Op::wire> result;
+      std::string what;
+      try {
+        result.emplace(Op::apply(self, origin, std::move(args)...));
+      } catch (const std::exception& e) {
+        what = self.failure_text(e);
+      }
+      if (result) shoal::post(self.to_world(origin), on_reply<typename Op::wire>{}, id, slot, std::move(*result));
+      else shoal::post(self.to_world(origin), &on_reply_error, id, slot, std::move(what));
     }
-    if (result) shoal::post(self.to_world(origin), &on_reply<typename Op::wire>, id, slot, std::move(*result));
-    else shoal::post(self.to_world(origin), &on_reply_error, id, slot, std::move(what));
-  }
+  };
 
   template <class Wire>
-  static void on_reply(std::uint32_t id, std::uint32_t slot, Wire w) {
-    pending p = lookup(id).take_pending(slot);
-    static_cast<receiver<Wire>*>(p.target)->arrive(std::move(w), p.part);
-  }
+  struct on_reply {
+    void operator()(std::uint32_t id, std::uint32_t slot, Wire w) const {
+      pending p = lookup(id).take_pending(slot);
+      static_cast<receiver<Wire>*>(p.target)->arrive(std::move(w), p.part);
+    }
+  };
 
   static void on_reply_error(std::uint32_t id, std::uint32_t slot, std::string what) {
     pending p = lookup(id).take_pending(slot);
@@ -366,15 +372,17 @@ class owner_table {
   }
 
   template <class Op, class... Args>
-  static void on_post(std::uint32_t id, Args... args) {
-    auto& self = lookup(id);
-    const int origin = self.origin();
-    try {
-      self.ledger_.record(origin, rejected_in(Op::apply(self, origin, std::move(args)...)));
-    } catch (const std::exception& e) {
-      self.ledger_.record_error(origin, self.failure_text(e));
+  struct on_post {
+    void operator()(std::uint32_t id, Args... args) const {
+      auto& self = lookup(id);
+      const int origin = self.origin();
+      try {
+        self.ledger_.record(origin, rejected_in(Op::apply(self, origin, std::move(args)...)));
+      } catch (const std::exception& e) {
+        self.ledger_.record_error(origin, self.failure_text(e));
+      }
     }
-  }
+  };
 
   static void on_fence(std::uint32_t id) {
     auto& self = lookup(id);
