@@ -420,6 +420,45 @@ TEST(Am, GroupsOfOneHandlerKeepOrderAcrossFunctionsEmptyMessagesAndWaits) {
   EXPECT_EQ(global_sum(h::count), global_sum(empty_sent));
 }
 
+// A handler class with a prefetch hint: the AM layer calls prefetch with each message's arguments before the message
+// runs (ahead of it, in the group's loop).
+std::vector<std::int64_t> hinted_next;  // per source: the messages hinted so far (they are hinted in order)
+std::int64_t hints = 0;
+std::int64_t run_before_hint = 0;
+
+struct hinted_handler {
+  static void prefetch(const std::int64_t& source, const std::int64_t& seq) {
+    ++hints;
+    auto& next = hinted_next[static_cast<std::size_t>(source)];
+    if (seq == next) ++next;
+  }
+  void operator()(std::int64_t source, std::int64_t seq) const {
+    if (seq >= hinted_next[static_cast<std::size_t>(source)]) ++run_before_hint;
+    check_order(seq);
+  }
+};
+
+TEST(Am, HandlersWithAPrefetchHintSeeEachMessageBeforeItRuns) {
+  next_expected.assign(static_cast<std::size_t>(np()), 0);
+  hinted_next.assign(static_cast<std::size_t>(np()), 0);
+  order_violations = 0;
+  hints = 0;
+  run_before_hint = 0;
+  shoal::barrier();  // every rank is ready for the messages before any is sent
+  const std::int64_t n = volume_scaled(5000);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (int d = 0; d < np(); ++d) shoal::post(d, hinted_handler{}, std::int64_t{me()}, i);
+  }
+  shoal::am::barrier();
+  EXPECT_EQ(order_violations, 0);
+  EXPECT_EQ(run_before_hint, 0);
+  for (int s = 0; s < np(); ++s) {
+    EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+    EXPECT_EQ(hinted_next[static_cast<std::size_t>(s)], n);
+  }
+  EXPECT_EQ(hints, n * np());  // every message hinted once (no handler here waits, so no group restarts)
+}
+
 // ---- errors -------------------------------------------------------------------------------------------------------
 
 TEST(Am, RpcHandlerExceptionBecomesRemoteError) {

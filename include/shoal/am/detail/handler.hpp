@@ -281,6 +281,18 @@ T load(const std::byte* p) {
 
 [[noreturn]] inline void throw_truncated() { throw error("shoal::am: truncated message (corrupt stream)"); }
 
+/// Whether handler class F offers a prefetch hint: `static void prefetch(const W&... args)`, called with the
+/// arguments of a message of its group `prefetch_ahead` messages before that message runs (a lookup the handler
+/// will make can start loading meanwhile). Only for trivially copyable arguments, which are read in place.
+template <class F, class Wire>
+struct prefetch_hinted : std::false_type {};
+template <class F, class... W>
+  requires requires(const W&... w) { F::prefetch(w...); }
+struct prefetch_hinted<F, type_list<W...>> : std::true_type {};
+
+/// Messages ahead of the one running whose prefetch hint is given (about as many lookups as a core overlaps).
+inline constexpr std::uint32_t prefetch_ahead = 8;
+
 /// Runs a fire-and-forget message. A failure is reported to the sender (thrown by its next am::barrier).
 /// Trivially copyable arguments: the rest of the message's group runs in the same loop (one indirect call per group,
 /// one bounds check per group, values loaded straight from the buffer).
@@ -299,12 +311,28 @@ void run_post(rx_buffer& b) {
     const std::byte* p = b.pos;
     std::uint32_t left = b.left;
     std::uint64_t counted_later = 0;  // messages run by this loop before the current one
-    for (;;) {
-      auto values = [&]<class... W>(type_list<W...>) {
+    auto values_at = [](const std::byte* at) {
+      return [&]<class... W>(type_list<W...>) {
         return [&]<std::size_t... I>(std::index_sequence<I...>) {
-          return std::tuple<W...>{load<W>(p + all_trivial<Wire>::offsets[I])...};
+          return std::tuple<W...>{load<W>(at + all_trivial<Wire>::offsets[I])...};
         }(std::index_sequence_for<W...>{});
       }(Wire{});
+    };
+    // A handler with a prefetch hint sees each message prefetch_ahead messages before it runs.
+    constexpr bool hinted = prefetch_hinted<F, Wire>::value;
+    if constexpr (hinted) {
+      for (std::uint32_t j = 0; j < prefetch_ahead && j <= left; ++j) {
+        std::apply([](const auto&... v) { F::prefetch(v...); }, values_at(p + j * all_trivial<Wire>::bytes));
+      }
+    }
+    for (;;) {
+      if constexpr (hinted) {
+        if (left >= prefetch_ahead) {
+          std::apply([](const auto&... v) { F::prefetch(v...); },
+                     values_at(p + prefetch_ahead * all_trivial<Wire>::bytes));
+        }
+      }
+      auto values = values_at(p);
       p += all_trivial<Wire>::bytes;
       b.pos = p;
       b.left = left;

@@ -339,10 +339,21 @@ class owner_table {
 
   // ---- handlers (run at the owner, or back at the origin) ------------------------------------------------------
   // Function objects, not function pointers: the AM layer runs a group of messages for one handler type in one loop,
-  // and a handler type's call is inlined there (a function pointer costs an indirect call per message).
+  // and a handler type's call is inlined there (a function pointer costs an indirect call per message). Requests
+  // whose first argument is a key give the AM layer a prefetch hint (its place in the shard), so a group of requests
+  // overlaps its lookups' cache misses.
+
+  /// Starts loading where `key` lives in table `id`'s shard, when the local table offers prefetch.
+  template <class... Rest>
+  static void prefetch_key(std::uint32_t id, const K& key, const Rest&...) {
+    if constexpr (requires(const shard_type& t) { t.prefetch(key); }) lookup(id).shard().prefetch(key);
+  }
+  template <class... Rest>
+  static void prefetch_key(std::uint32_t, const Rest&...) {}
 
   template <class Op, class... Args>
   struct on_call {
+    static void prefetch(std::uint32_t id, std::uint32_t, const Args&... args) { prefetch_key(id, args...); }
     void operator()(std::uint32_t id, std::uint32_t slot, Args... args) const {
       auto& self = lookup(id);
       const int origin = self.origin();
@@ -373,6 +384,7 @@ class owner_table {
 
   template <class Op, class... Args>
   struct on_post {
+    static void prefetch(std::uint32_t id, const Args&... args) { prefetch_key(id, args...); }
     void operator()(std::uint32_t id, Args... args) const {
       auto& self = lookup(id);
       const int origin = self.origin();
