@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "shoal/containers/detail/owner_table/remainder.hpp"
 #include "shoal/containers/dist_map_options.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/hash.hpp"
@@ -19,7 +20,8 @@ class owner_placement {
  public:
   /// Validates the options for a team of `ranks` ranks and key type K (`name` starts the error messages).
   owner_placement(const dist_map_options& opts, int me, int ranks, const std::string& name)
-      : placement_(opts.placement), seed_(opts.seed) {
+      : placement_(opts.placement), seed_(opts.seed),
+        owner_count_(opts.servers.empty() ? static_cast<std::uint64_t>(ranks) : opts.servers.size()) {
     opts.validate(ranks);
     if constexpr (!std::is_integral_v<K>) {
       if (placement_ == key_placement::cyclic) {
@@ -41,7 +43,9 @@ class owner_placement {
     const std::size_t n = owners_.size();
     if (n == 1) return owners_[0];  // one owner (one rank, or one server): no hash, no division
     if constexpr (std::is_integral_v<K>) {
-      if (placement_ == key_placement::cyclic) return owners_[static_cast<std::make_unsigned_t<K>>(key) % n];
+      if (placement_ == key_placement::cyclic) {
+        return owners_[owner_count_.remainder(static_cast<std::make_unsigned_t<K>>(key))];
+      }
     }
     return hashed_owner(key, n);
   }
@@ -63,6 +67,7 @@ class owner_placement {
 
   key_placement placement_;
   std::uint64_t seed_;
+  fixed_divisor owner_count_;  // owners_.size(): cyclic placement is the key modulo it
   std::vector<int> owners_;
   bool service_ = false;
   bool owns_shard_ = false;

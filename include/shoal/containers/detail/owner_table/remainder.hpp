@@ -1,0 +1,38 @@
+// shoal/containers/detail/owner_table/remainder.hpp — x mod d for a divisor fixed at run time, without a division
+// instruction: cyclic placement takes every key modulo the number of owners, and a 64-bit `div` costs tens of cycles
+// on x86 (it was the largest part of cutting a batch by owner). A power of two is a mask; any other divisor uses
+// Lemire, Kaser and Kurz's direct remainder ("Faster Remainder by Direct Computation", 2019): with M = ceil(2^128 / d),
+// x mod d is the high part of (M * x mod 2^128) * d — exact for every 64-bit x and d >= 1.
+#pragma once
+
+#include <cstdint>
+
+namespace shoal::detail {
+
+class fixed_divisor {
+ public:
+  explicit fixed_divisor(std::uint64_t d) : d_(d), mask_((d & (d - 1)) == 0 ? d - 1 : 0) {
+    const unsigned __int128 all = ~static_cast<unsigned __int128>(0);
+    m_ = all / d + 1;  // ceil(2^128 / d) mod 2^128 (for d = 1 it wraps to 0, and 1 is a power of two: masked)
+  }
+
+  std::uint64_t divisor() const { return d_; }
+
+  /// x mod d.
+  std::uint64_t remainder(std::uint64_t x) const {
+    if ((d_ & (d_ - 1)) == 0) return x & mask_;
+    const unsigned __int128 low = m_ * x;  // the fractional part of x / d, in 128 bits
+    const auto lo = static_cast<std::uint64_t>(low);
+    const auto hi = static_cast<std::uint64_t>(low >> 64);
+    const unsigned __int128 bottom = (static_cast<unsigned __int128>(lo) * d_) >> 64;
+    const unsigned __int128 top = static_cast<unsigned __int128>(hi) * d_;
+    return static_cast<std::uint64_t>((bottom + top) >> 64);
+  }
+
+ private:
+  std::uint64_t d_;
+  std::uint64_t mask_;
+  unsigned __int128 m_;
+};
+
+}  // namespace shoal::detail
