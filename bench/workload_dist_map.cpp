@@ -62,9 +62,10 @@ std::vector<u32> my_slice(const std::vector<u32>& keys, pattern p) {
 
 class mpi_reference {
  public:
-  mpi_reference(pattern p) : p_(p), np_(shoal::size()) {}
+  mpi_reference(pattern p) : p_(p), np_(shoal::size()), ranks_(static_cast<std::uint64_t>(np_)) {}
 
-  int owner(u32 k) const { return p_ == pattern::n_to_one ? 0 : static_cast<int>(k % static_cast<u32>(np_)); }
+  // k mod p without a division instruction, as shoal's cyclic placement computes it (the fastest hand-written way).
+  int owner(u32 k) const { return p_ == pattern::n_to_one ? 0 : static_cast<int>(ranks_.remainder(k)); }
 
   void insert(const std::vector<u32>& keys) {
     bucket(keys);
@@ -128,6 +129,7 @@ class mpi_reference {
 
   pattern p_;
   int np_;
+  shoal::detail::fixed_divisor ranks_;
   absl::flat_hash_map<u32, u32> table_;
   std::vector<int> send_counts_, recv_counts_;
   std::vector<std::size_t> order_;
