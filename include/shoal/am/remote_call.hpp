@@ -6,8 +6,11 @@
 //   shoal::future<int> f = shoal::rpc(peer, &add, 2, 3);                        // add(2, 3) on `peer`
 //   int five = f.get();                                                          // waits, making progress
 //
-// Handler: a function pointer or a lambda without captures (pass what you would capture as arguments). It is named
-// on the wire by its offset from an anchor in the same executable image (identical on every rank of one binary).
+// Handler: a function pointer or a lambda without captures (pass what you would capture as arguments), or any empty,
+// default-constructible class with a call operator. It is named on the wire by its offset from an anchor in the same
+// executable image (identical on every rank of one binary). A class handler is inlined where a group of its messages
+// runs; one whose arguments are trivially copyable may add `static void prefetch(const Args&...)`, a hint called with
+// each message's arguments a few messages before it runs (start loading what the handler will look up).
 // Arguments travel as the handler's parameter types (decayed): trivially copyable types as bytes, std::string and
 // vectors of trivially copyable types as length + bytes, everything else (maps, tuples, user types with a cereal
 // serialize function) through cereal. A type that cannot travel fails the `shoal::am::sendable` concept at compile
