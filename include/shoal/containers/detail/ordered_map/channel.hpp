@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "shoal/containers/detail/ordered_map/fifo.hpp"
 #include "shoal/containers/detail/ordered_map/messages.hpp"
 #include "shoal/containers/detail/ordered_map/wire.hpp"
 #include "shoal/containers/ordered_map_operation.hpp"
@@ -69,8 +70,7 @@ class channel {
     if (pumping_) return;
     pumping_ = true;
     while (!local_.empty()) {
-      auto m = std::move(local_.front());
-      local_.pop_front();
+      auto m = local_.pop_front();
       handle(m);
     }
     pumping_ = false;
@@ -159,7 +159,7 @@ class channel {
   transport net_;
   std::size_t batch_;
   ordered_map_stats& stats_;
-  std::deque<message_type> local_;
+  fifo<message_type> local_;
   std::vector<std::byte> out_;  // the bytes of the message being sent (reused)
   bool pumping_ = false;
   std::size_t unflushed_ = 0;
