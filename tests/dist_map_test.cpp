@@ -382,7 +382,8 @@ TEST(dist_map, cyclic_placement_remainder_is_the_division_remainder) {
   std::vector<std::uint64_t> divisors;
   for (std::uint64_t d = 1; d <= 130; ++d) divisors.push_back(d);
   for (std::uint64_t d : {std::uint64_t{1} << 31, (std::uint64_t{1} << 32) - 1, (std::uint64_t{1} << 32) + 1,
-                          std::uint64_t{1000003}, (std::uint64_t{1} << 63) + 5, ~std::uint64_t{0} - 1, ~std::uint64_t{0}}) {
+                          std::uint64_t{1000003}, (std::uint64_t{1} << 63) + 5, ~std::uint64_t{0} - 1,
+                          ~std::uint64_t{0}}) {
     divisors.push_back(d);
   }
   std::mt19937_64 rng(99);

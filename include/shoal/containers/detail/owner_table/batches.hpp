@@ -71,7 +71,8 @@ struct per_key_batch_op {
   static wire apply(Engine& t, int, std::vector<K> keys) {
     wire out;
     out.reserve(keys.size());
-    for_each_prefetched(t.shard(), keys, [&](std::size_t i) { out.push_back(Single::apply(t, 0, std::move(keys[i]))); });
+    for_each_prefetched(t.shard(), keys,
+                        [&](std::size_t i) { out.push_back(Single::apply(t, 0, std::move(keys[i]))); });
     return out;
   }
 };
