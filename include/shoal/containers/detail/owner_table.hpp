@@ -12,10 +12,11 @@
 // An operation is a struct with `using wire = <result type on the wire>` and
 // `static wire apply(owner_table&, int origin, args...)`; it runs at the owner (inline when the owner is this rank).
 //
-// Its parts, one job each (owner_table/): placement.hpp (which rank owns a key; the layout), shard.hpp (the owner's
-// local table and its entry count), replies.hpp (receivers that turn replies into futures), batches.hpp (cutting a
-// batch by owner and merging the replies), completion.hpp (the bookkeeping of wait and fences). The public
-// operations both containers share are in owner_container.hpp.
+// Its parts, one job each (owner_table/): placement.hpp (which rank owns a key; the layout), remainder.hpp (key mod
+// owners without a division, for cyclic placement), shard.hpp (the owner's local table and its entry count),
+// replies.hpp (receivers that turn replies into futures), batches.hpp (cutting a batch by owner, merging the replies,
+// the prefetched loop at the owner), completion.hpp (the bookkeeping of wait and fences). The public operations both
+// containers share are in owner_container.hpp.
 #pragma once
 
 #include <cstddef>
