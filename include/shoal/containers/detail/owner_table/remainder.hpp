@@ -11,7 +11,7 @@ namespace shoal::detail {
 
 class fixed_divisor {
  public:
-  explicit fixed_divisor(std::uint64_t d) : d_(d), mask_((d & (d - 1)) == 0 ? d - 1 : 0) {
+  explicit fixed_divisor(std::uint64_t d) : d_(d), power_of_two_((d & (d - 1)) == 0) {
     const unsigned __int128 all = ~static_cast<unsigned __int128>(0);
     m_ = all / d + 1;  // ceil(2^128 / d) mod 2^128 (for d = 1 it wraps to 0, and 1 is a power of two: masked)
   }
@@ -20,7 +20,7 @@ class fixed_divisor {
 
   /// x mod d.
   std::uint64_t remainder(std::uint64_t x) const {
-    if ((d_ & (d_ - 1)) == 0) return x & mask_;
+    if (power_of_two_) return x & (d_ - 1);
     const unsigned __int128 low = m_ * x;  // the fractional part of x / d, in 128 bits
     const auto lo = static_cast<std::uint64_t>(low);
     const auto hi = static_cast<std::uint64_t>(low >> 64);
@@ -31,7 +31,7 @@ class fixed_divisor {
 
  private:
   std::uint64_t d_;
-  std::uint64_t mask_;
+  bool power_of_two_;
   unsigned __int128 m_;
 };
 
