@@ -1,6 +1,7 @@
 // Workload `am`: active messages.
 //   message rate — every rank sends --size payloads (default 4M) of 8, 16 and 64 bytes to its right neighbour, whose
-//                  handler adds the first word to a sum; timed until am::barrier returns. Against
+//                  handler adds the first word to a sum; timed until am::barrier returns. Once with shoal::post per
+//                  payload, once with shoal::post_each over a view that makes the payloads. Against
 //                  (a) plain MPI packing the same payloads by hand into buffers of the same size sent with MPI_Isend
 //                      (same cap on outstanding sends), the receiver (receives posted ahead) unpacking and adding;
 //                  (b) one MPI_Isend per payload (a window of outstanding sends, MPI_Iprobe + MPI_Recv per payload).
@@ -11,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <ranges>
 #include <vector>
 
 #include "bench.hpp"
@@ -168,6 +170,16 @@ void rate(context& ctx, MPI_Comm comm, std::size_t n) {
       shoal::am::barrier();
     });
   }
+  ctx.progress("rate " + label + " shoal, post_each");
+  const double te = shoal::bench::median_timed(3, [&] {
+    shoal::post_each(dest, [](payload<Bytes> q) { g_sum += q.words[0]; },
+                     std::views::iota(std::size_t{0}, n) | std::views::transform([](std::size_t i) {
+                       payload<Bytes> p;
+                       p.words[0] = i;
+                       return p;
+                     }));
+    shoal::am::barrier();
+  });
   ctx.progress("rate " + label + " MPI aggregated");
   const double ta = shoal::bench::median_timed(3, [&] {
     mpi_aggregated<Bytes>(comm, dest, n, shoal::am::buffer_size(), shoal::am::max_sends());
@@ -181,6 +193,8 @@ void rate(context& ctx, MPI_Comm comm, std::size_t n) {
               .baseline = "MPI hand-aggregated", .baseline_value = total / ta / 1e6});
   ctx.report({.operation = "post rate", .variant = label, .value = shoal_rate, .unit = "Mmsg/s",
               .baseline = "MPI_Isend per payload", .baseline_value = static_cast<double>(n_single) * np / tu / 1e6});
+  ctx.report({.operation = "post_each rate", .variant = label, .value = total / te / 1e6, .unit = "Mmsg/s",
+              .baseline = "MPI hand-aggregated", .baseline_value = total / ta / 1e6});
   if (tf > 0) {
     ctx.report({.operation = "post rate, function ptr", .variant = label, .value = total / tf / 1e6, .unit = "Mmsg/s",
                 .baseline = "MPI hand-aggregated", .baseline_value = total / ta / 1e6});

@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <ranges>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -418,6 +419,74 @@ TEST(Am, GroupsOfOneHandlerKeepOrderAcrossFunctionsEmptyMessagesAndWaits) {
   EXPECT_EQ(order_violations, 0);
   for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
   EXPECT_EQ(global_sum(h::count), global_sum(empty_sent));
+}
+
+// post_each fills a destination's buffer from a cursor of its own: its messages keep their place among posts of the
+// same handler and of others, across buffer boundaries (the tiny-buffer variant: a handful per buffer), for lambdas,
+// function pointers and arguments that are not trivially copyable (posted one by one).
+TEST(Am, PostEachKeepsOrderAmongPostsAndAcrossBuffers) {
+  next_expected.assign(static_cast<std::size_t>(np()), 0);
+  order_violations = 0;
+  reset();
+  const std::int64_t n = volume_scaled(20000);
+  std::int64_t seq = 0;
+  for (int round = 0; seq < n; ++round) {
+    const std::int64_t k = 1 + round * 37 % 3001;  // 1 .. 3001 messages at a time
+    auto seqs = std::views::iota(seq, seq + k);
+    for (int d = 0; d < np(); ++d) {
+      switch (round % 4) {
+        case 0: shoal::post_each(d, [](std::int64_t s) { check_order(s); }, seqs); break;
+        case 1: shoal::post_each(d, &check_order, seqs); break;
+        case 2:
+          shoal::post_each(d, [](std::string s) { check_order(std::stoll(s)); },
+                           seqs | std::views::transform([](std::int64_t s) { return std::to_string(s); }));
+          break;
+        default:
+          for (const std::int64_t s : seqs) shoal::post(d, [](std::int64_t v) { check_order(v); }, s);
+      }
+    }
+    seq += k;
+  }
+  shoal::post_each(right(), &check_order, std::vector<std::int64_t>{});  // nothing to send
+  shoal::am::barrier();
+  EXPECT_EQ(order_violations, 0);
+  for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], seq);
+}
+
+// Computing post_each's values must not write to the held buffer or run handlers: a usage_error naming what to do
+// instead, after which every message already given (and the rest of the stream) is delivered as usual.
+TEST(Am, PostEachRefusesValuesThatSendToTheHeldRank) {
+  reset();
+  const int dest = right();
+  const std::int64_t n = volume_scaled(5000);
+  auto sending = std::views::iota(std::int64_t{0}, n) | std::views::transform([dest, n](std::int64_t i) {
+                   if (i == n / 2) shoal::post(dest, [] { ++h::count; });
+                   return i;
+                 });
+  try {
+    shoal::post_each(dest, [](std::int64_t) { ++h::count; }, sending);
+    ADD_FAILURE() << "a post to the held rank from inside post_each's values was accepted";
+  } catch (const shoal::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("compute the values first"), std::string::npos) << e.what();
+  }
+  auto progressing = std::views::iota(std::int64_t{0}, n) | std::views::transform([n](std::int64_t i) {
+                       if (i == n - 1) shoal::progress();
+                       return i;
+                     });
+  EXPECT_THROW(shoal::post_each(dest, [](std::int64_t) { ++h::count; }, progressing), shoal::usage_error);
+  // Values that post elsewhere are fine (no rank is its own right neighbour above one rank).
+  if (np() > 1) {
+    auto elsewhere = std::views::iota(std::int64_t{0}, n) | std::views::transform([](std::int64_t i) {
+                       shoal::post(me(), [] { ++h::count; });
+                       return i;
+                     });
+    shoal::post_each(dest, [](std::int64_t) { ++h::count; }, elsewhere);
+  }
+  shoal::post(dest, [] { ++h::count; });  // the buffer works as before
+  shoal::am::barrier();
+  // Delivered: n/2 + (n - 1) values before each refusal, then 2n for `elsewhere`, and the last post.
+  const std::int64_t per_rank = n / 2 + (n - 1) + (np() > 1 ? 2 * n : 0) + 1;
+  EXPECT_EQ(global_sum(h::count), per_rank * np());
 }
 
 // A handler class with a prefetch hint: the AM layer calls prefetch with each message's arguments before the message

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ranges>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -96,6 +97,31 @@ void post(int rank, F fn, Args&&... args) {
                                             std::forward<Args>(args)...);
   } else {
     d::write_message<typename traits::wire>(e, rank, d::group_key(word), std::tuple<>{}, std::forward<Args>(args)...);
+  }
+}
+
+/// Runs fn(v) on `rank` for each element v of `values`, in order (fire and forget, like post for each element in
+/// turn). Any rank. For a trivially copyable argument the destination's buffer is filled from a cursor held in
+/// registers across the elements, as one would pack a buffer by hand; otherwise it is post per element. The elements
+/// are computed while that buffer is held: computing one must not call shoal::post, rpc, flush or progress (a
+/// usage_error says so); a view that only computes values (std::views::transform over data) is what this is for.
+template <class F, std::ranges::input_range R>
+  requires am::sendable_arguments<F, std::ranges::range_reference_t<R>>
+void post_each(int rank, F fn, R&& values) {
+  namespace d = am::detail;
+  using V = std::ranges::range_reference_t<R>;
+  d::check_call<F, V>();
+  using traits = d::call_traits<F, V>;
+  d::engine& e = d::engine_for(rank);
+  if constexpr (d::all_trivial<typename traits::wire>::value) {
+    const std::int32_t word = d::word_of(&d::run_post<F, typename traits::params, typename traits::wire>);
+    std::uint64_t key = d::group_key(word);
+    if constexpr (std::is_pointer_v<F>) key = d::group_key(word, d::word_of(fn));
+    [&]<class W>(d::type_list<W>) {
+      d::write_each<W>(e, rank, key, std::ranges::begin(values), std::ranges::end(values));
+    }(typename traits::wire{});
+  } else {
+    for (auto&& v : values) post(rank, fn, std::forward<decltype(v)>(v));
   }
 }
 

@@ -59,13 +59,15 @@ class engine {
   // ---- sending ---------------------------------------------------------------------------------------------------
 
   /// Room for the `body` bytes of one message of group `key` (group_key) to `dest`; the caller writes them at the
-  /// returned address at once (before any other shoal call). The fast path (same group as the open one, room left)
-  /// is inline in write_message; this is the general one.
-  std::byte* reserve(int dest, std::uint64_t key, std::size_t body) {
+  /// returned address at once (before any other shoal call). `unit`: body, when every message of this group has
+  /// that size and it is not 0 (then the group is counted from its bytes, see outbox), else 0. The fast path (same group as the
+  /// open one, same unit, room left) is inline in write_message; this is the general one.
+  std::byte* reserve(int dest, std::uint64_t key, std::size_t body, std::uint32_t unit) {
+    if (dest == held_) [[unlikely]] throw_held();
     outbox& o = out_[static_cast<std::size_t>(dest)];
     for (;;) {
       const auto room = static_cast<std::size_t>(o.end - o.cur);
-      if (o.key == key && o.team == team_ && room >= body) break;
+      if (o.key == key && o.team == team_ && o.unit == unit && room >= body) break;
       if (room >= group_header_bytes + body) {
         close_group(o);
         const std::uint32_t words[2] = {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
@@ -75,6 +77,7 @@ class engine {
         o.cur += group_header_bytes;
         o.key = key;
         o.team = team_;
+        o.unit = unit;
         break;
       }
       if (o.cur != o.begin) {
@@ -89,14 +92,24 @@ class engine {
     }
     std::byte* p = o.cur;
     o.cur += body;
-    ++o.count;
+    if (unit == 0) ++o.count;
     return p;
   }
 
   outbox& out(int dest) { return out_[static_cast<std::size_t>(dest)]; }
 
+  /// shoal::post_each fills `dest`'s buffer from a cursor of its own (outbox_hold in handler.hpp). Meanwhile the
+  /// buffer shows no room, writing to it or sending it is a usage_error, and so is every call that runs handlers
+  /// (poll) or sends every buffer (flush); sends to other ranks go on, without running handlers while they wait.
+  void hold(int dest) { held_ = dest; }
+  void release() { held_ = -1; }
+  void check_not_held() const {
+    if (held_ >= 0) [[unlikely]] throw_held();
+  }
+
   /// Sends every non-empty buffer (self-addressed ones go straight to the receive queue).
   void flush() {
+    check_not_held();
     while (!dirty_.empty()) {
       const int dest = dirty_.back();
       dirty_.pop_back();
@@ -110,6 +123,7 @@ class engine {
   /// One progress step: completes sends, receives and runs everything available, then flushes what handlers sent.
   /// Flushes after every step that may have produced messages, so a reply leaves as soon as it is written.
   void poll() {
+    check_not_held();
     sends_.test();
     run_queue();
     flush();
@@ -172,7 +186,7 @@ class engine {
   /// Messages appended to a buffer: those of closed groups plus the open ones.
   std::uint64_t sent() const {
     std::uint64_t n = counts_.sent();
-    for (const int dest : dirty_) n += out_[static_cast<std::size_t>(dest)].count;
+    for (const int dest : dirty_) n += out_[static_cast<std::size_t>(dest)].open_count();
     return n;
   }
   /// The same for the messages of one team (id not 0).
@@ -180,7 +194,7 @@ class engine {
     std::uint64_t n = counts_.of(team).sent;
     for (const int dest : dirty_) {
       const outbox& o = out_[static_cast<std::size_t>(dest)];
-      if (o.key != 0 && o.team == team) n += o.count;
+      if (o.key != 0 && o.team == team) n += o.open_count();
     }
     return n;
   }
@@ -291,9 +305,11 @@ class engine {
   /// Stores the open group's count in the buffer.
   void close_group(outbox& o) {
     if (o.key == 0) return;
-    std::memcpy(o.count_at, &o.count, sizeof o.count);
-    counts_.add_sent(o.team, o.count);
+    const std::uint32_t count = o.open_count();
+    std::memcpy(o.count_at, &count, sizeof count);
+    counts_.add_sent(o.team, count);
     o.key = 0;
+    o.unit = 0;
     o.count = 0;
   }
 
@@ -316,6 +332,7 @@ class engine {
   /// Hands `dest`'s buffer to MPI (or to the local queue), waiting for room under the send cap first. `full`: it was
   /// sent because the next message did not fit (the next buffer may be larger), not by a flush.
   void send(int dest, bool full) {
+    if (dest == held_) [[unlikely]] throw_held();
     outbox& o = out_[static_cast<std::size_t>(dest)];
     if (o.cur == o.begin) return;
     if (dest == me_) {
@@ -342,7 +359,7 @@ class engine {
   }
 
   /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
-  /// bounded); inside a handler they are only queued, never run from its send path.
+  /// bounded); inside a handler, or while post_each holds a buffer, they are only queued, never run from a send path.
   /// The wait backs off like every wait in shoal (layer::backoff): with more ranks than cores, a sender spinning here
   /// would hold the core the receiver needs to take its buffers.
   void make_room() {
@@ -350,7 +367,7 @@ class engine {
     shoal::layer::backoff pause;
     while (sends_.size() >= max_sends_) {
       const bool got = receive_one();
-      if (got && depth_ == 0) run_queue();
+      if (got && depth_ == 0 && held_ < 0) run_queue();
       const std::size_t before = sends_.size();
       sends_.test();
       pause(got || sends_.size() < before);
@@ -407,6 +424,13 @@ class engine {
     run(b);
   }
 
+  [[noreturn]] void throw_held() const {
+    throw usage_error("shoal::post_each: the values for rank " + std::to_string(held_) +
+                      " are computed while its buffer is being filled; computing them must not post or rpc to rank " +
+                      std::to_string(held_) + ", flush or make progress (compute the values first, e.g. into a "
+                      "vector, and pass that)");
+  }
+
   [[noreturn]] static void throw_corrupt() { throw error("shoal::am: malformed message group (corrupt stream)"); }
 
   // Declaration order is construction order: the communicator first, the receives (cancelled at destruction) after
@@ -416,6 +440,7 @@ class engine {
   int size_ = 1;
   std::size_t max_sends_ = default_max_sends;
   std::vector<outbox> out_;
+  int held_ = -1;  // the destination whose buffer post_each is filling (hold), else -1
   comm_owner comm_;
   block_pool pool_;
   send_queue sends_;

@@ -202,20 +202,22 @@ inline void put_raw(std::byte*& p, const T& v) {
 
 /// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially copyable header fields), then the
 /// arguments. Everything trivially copyable goes straight into the destination buffer (fast path: the open group is
-/// for the same handler and has room — no header, one count increment); otherwise it is serialized first into a
+/// for the same handler and has room — no header, only the cursor moves); otherwise it is serialized first into a
 /// scratch vector (reused, so no allocation once warm) and copied.
 template <class Wire, class... Prefix, class... Args>
 void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Prefix...>& prefix, Args&&... args) {
   using trivial = all_trivial<Wire>;
   if constexpr (trivial::value) {
     constexpr std::size_t need = (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
+    static_assert(need <= UINT32_MAX, "shoal::post / shoal::rpc: arguments of 4 GiB or more");
     outbox& o = e.out(dest);
     std::byte* p = o.cur;
-    if (o.key == key && o.team == e.team() && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
+    if (o.key == key && o.team == e.team() && o.unit == need && static_cast<std::size_t>(o.end - p) >= need)
+        [[likely]] {
       o.cur = p + need;
-      ++o.count;
+      if constexpr (need == 0) ++o.count;  // messages without bytes cannot be counted from the group's bytes
     } else {
-      p = e.reserve(dest, key, need);
+      p = e.reserve(dest, key, need, static_cast<std::uint32_t>(need));
     }
     std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
@@ -225,9 +227,67 @@ void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Pref
     byte_writer w(bytes);
     std::apply([&](const auto&... f) { (w.write(f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (w.write(as_wire<W>(std::forward<Args>(args))), ...); }(Wire{});
-    std::byte* p = e.reserve(dest, key, bytes.size());
+    std::byte* p = e.reserve(dest, key, bytes.size(), 0);
     std::memcpy(p, bytes.data(), bytes.size());
     g_spare = std::move(bytes);
+  }
+}
+
+/// post_each's hold on one destination: while the caller computes a value for `dest`, the engine refuses every
+/// call that would write to that buffer, send it or run handlers (engine::hold).
+class hold_scope {
+ public:
+  hold_scope(engine& e, int dest) : e_(e) { e_.hold(dest); }
+  hold_scope(const hold_scope&) = delete;
+  hold_scope& operator=(const hold_scope&) = delete;
+  ~hold_scope() { e_.release(); }
+
+ private:
+  engine& e_;
+};
+
+/// A hold that also takes the destination's cursor: `cur` and `end` live here (in registers, as the object's address
+/// never escapes) and the outbox shows no room meanwhile; the destructor puts the cursor back.
+class outbox_hold {
+ public:
+  outbox_hold(engine& e, int dest) : scope_(e, dest), o_(e.out(dest)), cur(o_.cur), end(o_.end) { o_.end = o_.cur; }
+  outbox_hold(const outbox_hold&) = delete;
+  outbox_hold& operator=(const outbox_hold&) = delete;
+  ~outbox_hold() {
+    o_.cur = cur;
+    o_.end = end;
+  }
+
+ private:
+  hold_scope scope_;
+  outbox& o_;
+
+ public:
+  std::byte* cur;
+  std::byte* end;
+};
+
+/// Writes one message of group `key` to `dest` per element of [it, last), each the single argument W of a
+/// fire-and-forget handler (trivially copyable). Each buffer's first message takes the general path (which opens
+/// the group, sends a full buffer, takes a new one); the rest of the buffer is filled under an outbox_hold, one
+/// store and one cursor move per message, like a buffer packed by hand. Every element is computed under a hold.
+template <class W, class It, class Sentinel>
+void write_each(engine& e, int dest, std::uint64_t key, It it, Sentinel last) {
+  static_assert(trivially_serializable<W>);
+  constexpr std::size_t need = sizeof(W);
+  while (it != last) {
+    const W first = [&] {
+      const hold_scope held(e, dest);
+      return W(*it);
+    }();
+    std::byte* p = e.reserve(dest, key, need, static_cast<std::uint32_t>(need));
+    put_raw(p, first);
+    ++it;
+    outbox_hold h(e, dest);
+    for (; it != last && static_cast<std::size_t>(h.end - h.cur) >= need; ++it) {
+      const W v(*it);
+      put_raw(h.cur, v);
+    }
   }
 }
 
