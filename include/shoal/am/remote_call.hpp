@@ -1,5 +1,5 @@
-// shoal/am/remote_call.hpp — run a function on another rank: shoal::post (fire and forget) and shoal::rpc (returns
-// a shoal::future of the result).
+// shoal/am/remote_call.hpp — run a function on another rank: shoal::post (fire and forget), shoal::post_each (post
+// for each element of a range) and shoal::rpc (returns a shoal::future of the result).
 //
 //   int add(int a, int b) { return a + b; }
 //   shoal::post(peer, [](std::string s) { log(s); }, std::string("hello"));     // runs log on `peer`, later
@@ -18,8 +18,10 @@
 // at am::flush, inside any wait and in am::barrier); with the send cap reached the caller receives (and, outside
 // handlers, runs) incoming messages until a send completes.
 //
-// Cost: post M=1 (aggregated: one MPI message per buffer), rpc M=2 (request + reply). No allocation per message
-// for trivially copyable arguments; rpc allocates its future's state.
+// shoal::post_each(rank, fn, values) posts fn(v) for every element of a range, the loop inside shoal (a stream to one
+// rank packed like a hand-written buffer; docs/am.md, "Streams to one rank").
+// Cost: post M=1 (aggregated: one MPI message per buffer), post_each M=1 per element, rpc M=2 (request + reply). No
+// allocation per message for trivially copyable arguments; rpc allocates its future's state.
 // Errors: usage_error for a rank out of range or a call outside the environment; a handler that throws becomes a
 // shoal::remote_error naming the handler and both ranks — from future::get() for rpc, from the sender's next
 // am::barrier() for post.

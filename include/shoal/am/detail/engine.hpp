@@ -59,15 +59,15 @@ class engine {
   // ---- sending ---------------------------------------------------------------------------------------------------
 
   /// Room for the `body` bytes of one message of group `key` (group_key) to `dest`; the caller writes them at the
-  /// returned address at once (before any other shoal call). `unit`: body, when every message of this group has
-  /// that size and it is not 0 (then the group is counted from its bytes, see outbox), else 0. The fast path (same group as the
-  /// open one, same unit, room left) is inline in write_message; this is the general one.
-  std::byte* reserve(int dest, std::uint64_t key, std::size_t body, std::uint32_t unit) {
+  /// returned address at once (before any other shoal call). The fast path (same group as the open one, room left)
+  /// is inline in write_message; this is the general one, kept out of line so that the caller's loop around the
+  /// fast path keeps its own values in registers (inlined, it made GCC spill a benchmark's loop counter to the stack).
+  [[gnu::noinline]] std::byte* reserve(int dest, std::uint64_t key, std::size_t body) {
     if (dest == held_) [[unlikely]] throw_held();
     outbox& o = out_[static_cast<std::size_t>(dest)];
     for (;;) {
       const auto room = static_cast<std::size_t>(o.end - o.cur);
-      if (o.key == key && o.team == team_ && o.unit == unit && room >= body) break;
+      if (o.key == key && o.team == team_ && room >= body) break;
       if (room >= group_header_bytes + body) {
         close_group(o);
         const std::uint32_t words[2] = {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
@@ -77,7 +77,6 @@ class engine {
         o.cur += group_header_bytes;
         o.key = key;
         o.team = team_;
-        o.unit = unit;
         break;
       }
       if (o.cur != o.begin) {
@@ -92,7 +91,7 @@ class engine {
     }
     std::byte* p = o.cur;
     o.cur += body;
-    if (unit == 0) ++o.count;
+    ++o.count;
     return p;
   }
 
@@ -186,7 +185,7 @@ class engine {
   /// Messages appended to a buffer: those of closed groups plus the open ones.
   std::uint64_t sent() const {
     std::uint64_t n = counts_.sent();
-    for (const int dest : dirty_) n += out_[static_cast<std::size_t>(dest)].open_count();
+    for (const int dest : dirty_) n += out_[static_cast<std::size_t>(dest)].count;
     return n;
   }
   /// The same for the messages of one team (id not 0).
@@ -194,7 +193,7 @@ class engine {
     std::uint64_t n = counts_.of(team).sent;
     for (const int dest : dirty_) {
       const outbox& o = out_[static_cast<std::size_t>(dest)];
-      if (o.key != 0 && o.team == team) n += o.open_count();
+      if (o.key != 0 && o.team == team) n += o.count;
     }
     return n;
   }
@@ -305,11 +304,9 @@ class engine {
   /// Stores the open group's count in the buffer.
   void close_group(outbox& o) {
     if (o.key == 0) return;
-    const std::uint32_t count = o.open_count();
-    std::memcpy(o.count_at, &count, sizeof count);
-    counts_.add_sent(o.team, count);
+    std::memcpy(o.count_at, &o.count, sizeof o.count);
+    counts_.add_sent(o.team, o.count);
     o.key = 0;
-    o.unit = 0;
     o.count = 0;
   }
 

@@ -202,22 +202,20 @@ inline void put_raw(std::byte*& p, const T& v) {
 
 /// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially copyable header fields), then the
 /// arguments. Everything trivially copyable goes straight into the destination buffer (fast path: the open group is
-/// for the same handler and has room — no header, only the cursor moves); otherwise it is serialized first into a
+/// for the same handler and has room — no header, one count increment); otherwise it is serialized first into a
 /// scratch vector (reused, so no allocation once warm) and copied.
 template <class Wire, class... Prefix, class... Args>
 void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Prefix...>& prefix, Args&&... args) {
   using trivial = all_trivial<Wire>;
   if constexpr (trivial::value) {
     constexpr std::size_t need = (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
-    static_assert(need <= UINT32_MAX, "shoal::post / shoal::rpc: arguments of 4 GiB or more");
     outbox& o = e.out(dest);
     std::byte* p = o.cur;
-    if (o.key == key && o.team == e.team() && o.unit == need && static_cast<std::size_t>(o.end - p) >= need)
-        [[likely]] {
+    if (o.key == key && o.team == e.team() && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
       o.cur = p + need;
-      if constexpr (need == 0) ++o.count;  // messages without bytes cannot be counted from the group's bytes
+      ++o.count;
     } else {
-      p = e.reserve(dest, key, need, static_cast<std::uint32_t>(need));
+      p = e.reserve(dest, key, need);
     }
     std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
@@ -227,7 +225,7 @@ void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Pref
     byte_writer w(bytes);
     std::apply([&](const auto&... f) { (w.write(f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (w.write(as_wire<W>(std::forward<Args>(args))), ...); }(Wire{});
-    std::byte* p = e.reserve(dest, key, bytes.size(), 0);
+    std::byte* p = e.reserve(dest, key, bytes.size());
     std::memcpy(p, bytes.data(), bytes.size());
     g_spare = std::move(bytes);
   }
@@ -246,14 +244,20 @@ class hold_scope {
   engine& e_;
 };
 
-/// A hold that also takes the destination's cursor: `cur` and `end` live here (in registers, as the object's address
-/// never escapes) and the outbox shows no room meanwhile; the destructor puts the cursor back.
+/// A hold that also takes the destination's cursor, in its open group of messages of `unit` bytes each: `cur` and
+/// `end` live here (in registers, as the object's address never escapes) and the outbox shows no room meanwhile; the
+/// destructor puts the cursor back and counts the messages written into the group (one division, not a count per
+/// message).
 class outbox_hold {
  public:
-  outbox_hold(engine& e, int dest) : scope_(e, dest), o_(e.out(dest)), cur(o_.cur), end(o_.end) { o_.end = o_.cur; }
+  outbox_hold(engine& e, int dest, std::size_t unit)
+      : scope_(e, dest), o_(e.out(dest)), start_(o_.cur), unit_(unit), cur(o_.cur), end(o_.end) {
+    o_.end = o_.cur;
+  }
   outbox_hold(const outbox_hold&) = delete;
   outbox_hold& operator=(const outbox_hold&) = delete;
   ~outbox_hold() {
+    o_.count += static_cast<std::uint32_t>(static_cast<std::size_t>(cur - start_) / unit_);
     o_.cur = cur;
     o_.end = end;
   }
@@ -261,6 +265,8 @@ class outbox_hold {
  private:
   hold_scope scope_;
   outbox& o_;
+  const std::byte* start_;
+  std::size_t unit_;
 
  public:
   std::byte* cur;
@@ -280,10 +286,10 @@ void write_each(engine& e, int dest, std::uint64_t key, It it, Sentinel last) {
       const hold_scope held(e, dest);
       return W(*it);
     }();
-    std::byte* p = e.reserve(dest, key, need, static_cast<std::uint32_t>(need));
+    std::byte* p = e.reserve(dest, key, need);
     put_raw(p, first);
     ++it;
-    outbox_hold h(e, dest);
+    outbox_hold h(e, dest, need);
     for (; it != last && static_cast<std::size_t>(h.end - h.cur) >= need; ++it) {
       const W v(*it);
       put_raw(h.cur, v);

@@ -82,26 +82,15 @@ inline std::uint64_t group_key(std::int32_t word, std::int32_t function = 0) {
 }
 
 /// A destination's buffer being filled, and its open group (the last handler word written and how many messages
-/// of it follow; the count is stored at `count_at` when the group closes). A group whose messages all have the same
-/// size (`unit`: trivially copyable arguments) is not counted as it grows: its count is its bytes over `unit`, so
-/// appending a message stores one cursor and nothing else (a counter read and written per message would be a second
-/// chain of store-to-load forwarding through memory, which measured as the larger part of a post's cost).
+/// of it follow; the count is stored at `count_at` when the group closes).
 struct outbox {
   std::byte* begin = nullptr;
   std::byte* cur = nullptr;
   std::byte* end = nullptr;
   std::uint64_t key = 0;  // of the open group (group_key); 0: none (word 0 is the anchor, never a trampoline)
   std::uint32_t team = 0;  // of the open group
-  std::uint32_t unit = 0;  // bytes of each message of the open group when alike and not 0, else 0 (counted)
-  std::uint32_t count = 0;  // messages of the open group so far, when unit is 0
+  std::uint32_t count = 0;
   std::byte* count_at = nullptr;
-
-  /// Messages in the open group.
-  std::uint32_t open_count() const {
-    if (unit == 0) return count;
-    const std::byte* first = count_at + 8;  // the group's messages follow its count and team words
-    return static_cast<std::uint32_t>(static_cast<std::size_t>(cur - first) / unit);
-  }
   block bytes{};
   std::size_t limit = 0;  // bytes the next buffer holds (0: eager_buffer_size); see eager_buffer_size
   bool listed = false;  // in engine::dirty
