@@ -105,8 +105,9 @@ void post(int rank, F fn, Args&&... args) {
 /// Runs fn(v) on `rank` for each element v of `values`, in order (fire and forget, like post for each element in
 /// turn). Any rank. For a trivially copyable argument the destination's buffer is filled from a cursor held in
 /// registers across the elements, as one would pack a buffer by hand; otherwise it is post per element. The elements
-/// are computed while that buffer is held: computing one must not call shoal::post, rpc, flush or progress (a
-/// usage_error says so); a view that only computes values (std::views::transform over data) is what this is for.
+/// are computed while that buffer is held: computing one must not post or rpc to `rank`, flush or make progress (a
+/// usage_error says so; posting to other ranks is fine); a view that only computes values (std::views::transform
+/// over data) is what this is for.
 template <class F, std::ranges::input_range R>
   requires am::sendable_arguments<F, std::ranges::range_reference_t<R>>
 void post_each(int rank, F fn, R&& values) {
