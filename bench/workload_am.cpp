@@ -149,44 +149,31 @@ void rate(context& ctx, MPI_Comm comm, std::size_t n) {
   const std::string label = std::to_string(Bytes) + " B";
   const double total = static_cast<double>(n) * np;
 
-  ctx.progress("rate " + label + " shoal");
-  const double ts = shoal::bench::median_timed(3, [&] {
-    for (std::size_t i = 0; i < n; ++i) {
-      payload<Bytes> p;
-      p.words[0] = i;
-      shoal::post(dest, [](payload<Bytes> q) { g_sum += q.words[0]; }, p);
-    }
-    shoal::am::barrier();
-  });
-  double tf = 0;
-  if (Bytes == 8) {
-    ctx.progress("rate " + label + " shoal, function pointer");
-    tf = shoal::bench::median_timed(3, [&] {
-      for (std::size_t i = 0; i < n; ++i) {
-        payload<Bytes> p;
-        p.words[0] = i;
-        shoal::post(dest, &consume<Bytes>, p);
-      }
+  // shoal's forms, each timed until am::barrier has run every message.
+  auto shoal_time = [&](const std::string& form, auto&& send) {
+    ctx.progress("rate " + label + " shoal" + form);
+    return shoal::bench::median_timed(3, [&] {
+      send();
       shoal::am::barrier();
     });
-  }
-  auto payloads = std::views::iota(std::size_t{0}, n) | std::views::transform([](std::size_t i) {
-                    payload<Bytes> p;
-                    p.words[0] = i;
-                    return p;
-                  });
-  ctx.progress("rate " + label + " shoal, post_each");
-  const double te = shoal::bench::median_timed(3, [&] {
-    shoal::post_each(dest, [](payload<Bytes> q) { g_sum += q.words[0]; }, payloads);
-    shoal::am::barrier();
+  };
+  auto make = [](std::size_t i) {
+    payload<Bytes> p;
+    p.words[0] = i;
+    return p;
+  };
+  const auto payloads = std::views::iota(std::size_t{0}, n) | std::views::transform(make);
+  const double ts = shoal_time("", [&] {
+    for (std::size_t i = 0; i < n; ++i) shoal::post(dest, [](payload<Bytes> q) { g_sum += q.words[0]; }, make(i));
   });
-  double tef = 0;
+  const double te =
+      shoal_time(", post_each", [&] { shoal::post_each(dest, [](payload<Bytes> q) { g_sum += q.words[0]; }, payloads); });
+  double tf = 0, tef = 0;  // the function-pointer forms, at 8 bytes
   if (Bytes == 8) {
-    ctx.progress("rate " + label + " shoal, post_each with a function pointer");
-    tef = shoal::bench::median_timed(3, [&] {
-      shoal::post_each(dest, &consume<Bytes>, payloads);
-      shoal::am::barrier();
+    tf = shoal_time(", function pointer", [&] {
+      for (std::size_t i = 0; i < n; ++i) shoal::post(dest, &consume<Bytes>, make(i));
     });
+    tef = shoal_time(", post_each with a function pointer", [&] { shoal::post_each(dest, &consume<Bytes>, payloads); });
   }
   ctx.progress("rate " + label + " MPI aggregated");
   const double ta = shoal::bench::median_timed(3, [&] {

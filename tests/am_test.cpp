@@ -336,10 +336,22 @@ void check_order(std::int64_t seq) {
   next = seq + 1;
 }
 
-void send_mixed_and_check_order(std::int64_t n) {
+// Clears the order check, then waits for every rank: state first, then the barrier (a faster rank's messages may
+// arrive while this one is still inside it).
+void start_order_check() {
   next_expected.assign(static_cast<std::size_t>(np()), 0);
   order_violations = 0;
-  reset();  // state first, then the barrier: a faster rank's messages may arrive while this one is still inside it
+  reset();
+}
+
+// After am::barrier: every rank's `n` messages (sequence numbers 0..n-1) arrived, each in its sender's order.
+void expect_in_order(std::int64_t n) {
+  EXPECT_EQ(order_violations, 0);
+  for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+}
+
+void send_mixed_and_check_order(std::int64_t n) {
+  start_order_check();
   std::vector<shoal::future<void>> replies;
   for (std::int64_t i = 0; i < n; ++i) {
     for (int d = 0; d < np(); ++d) {
@@ -357,8 +369,7 @@ void send_mixed_and_check_order(std::int64_t n) {
   }
   shoal::wait_all(replies);
   shoal::am::barrier();
-  EXPECT_EQ(order_violations, 0);
-  for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+  expect_in_order(n);
 }
 
 // Receive slots are as large as the largest buffer any rank started with; a rank that raises its buffer size later
@@ -389,9 +400,7 @@ TEST(Am, FaultModeHoldsBackBuffersFromOtherRanks) {
 void check_order_too(std::int64_t seq) { check_order(seq); }  // same type as check_order: a different function
 
 TEST(Am, GroupsOfOneHandlerKeepOrderAcrossFunctionsEmptyMessagesAndWaits) {
-  next_expected.assign(static_cast<std::size_t>(np()), 0);
-  order_violations = 0;
-  reset();
+  start_order_check();
   // Consecutive messages for one handler travel as one group: runs of each of two functions of the same type, of a
   // message without arguments, and of a lambda that sometimes waits for an rpc in the middle of its group (the wait
   // runs the rest of the group in a nested loop).
@@ -416,8 +425,7 @@ TEST(Am, GroupsOfOneHandlerKeepOrderAcrossFunctionsEmptyMessagesAndWaits) {
     }
   }
   shoal::am::barrier();
-  EXPECT_EQ(order_violations, 0);
-  for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+  expect_in_order(n);
   EXPECT_EQ(global_sum(h::count), global_sum(empty_sent));
 }
 
@@ -425,9 +433,7 @@ TEST(Am, GroupsOfOneHandlerKeepOrderAcrossFunctionsEmptyMessagesAndWaits) {
 // same handler and of others, across buffer boundaries (the tiny-buffer variant: a handful per buffer), for lambdas,
 // function pointers and arguments that are not trivially copyable (posted one by one).
 TEST(Am, PostEachKeepsOrderAmongPostsAndAcrossBuffers) {
-  next_expected.assign(static_cast<std::size_t>(np()), 0);
-  order_violations = 0;
-  reset();
+  start_order_check();
   const std::int64_t n = volume_scaled(20000);
   std::int64_t seq = 0;
   for (int round = 0; seq < n; ++round) {
@@ -449,8 +455,7 @@ TEST(Am, PostEachKeepsOrderAmongPostsAndAcrossBuffers) {
   }
   shoal::post_each(right(), &check_order, std::vector<std::int64_t>{});  // nothing to send
   shoal::am::barrier();
-  EXPECT_EQ(order_violations, 0);
-  for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], seq);
+  expect_in_order(seq);
 }
 
 // Computing post_each's values must not write to the held buffer or run handlers: a usage_error naming what to do
