@@ -201,7 +201,8 @@ class owner_table {
 
   /// Runs Op once per part of `cut` (at its owner), with the arguments make_args(part, the part's positions) (a
   /// tuple), and merges the replies into one future (Merge: (R&, wire&&, the part's positions)). No parts: a ready
-  /// future of init.
+  /// future of init. The other owners' parts leave first (flushed when this rank has a part of its own), so they
+  /// run at their owners while this rank runs its own part.
   template <class Op, class R, class Merge, class MakeArgs>
   future<R> call_batch(R init, batch_cut cut, MakeArgs&& make_args) {
     using wire = typename Op::wire;
@@ -211,27 +212,35 @@ class owner_table {
     state->positions = std::move(cut.positions);
     state->remaining = cut.owners.size();
     if (cut.owners.empty()) state->finish();
+    std::optional<std::size_t> own_part;
     for (std::size_t part = 0; part < cut.owners.size(); ++part) {
       const int owner = cut.owners[part];
+      if (owner == me_) {
+        own_part = part;
+        continue;
+      }
       auto args = make_args(part, state->positions[part]);
       before_issue();
-      if (owner == me_) {
-        std::optional<wire> result;
-        try {
-          result.emplace(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args));
-        } catch (const std::exception& e) {
-          state->fail(std::make_exception_ptr(remote_error(failure_text(e))), static_cast<std::uint32_t>(part));
-        }
-        if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
-      } else {
-        const std::uint32_t slot = add_pending(state.get(), state, static_cast<std::uint32_t>(part));
-        ledger_.touch(owner);
-        std::apply(
-            [&](auto&&... a) {
-              shoal::post(to_world(owner), on_call<Op, std::decay_t<decltype(a)>...>{}, id_, slot, std::move(a)...);
-            },
-            args);
+      const std::uint32_t slot = add_pending(state.get(), state, static_cast<std::uint32_t>(part));
+      ledger_.touch(owner);
+      std::apply(
+          [&](auto&&... a) {
+            shoal::post(to_world(owner), on_call<Op, std::decay_t<decltype(a)>...>{}, id_, slot, std::move(a)...);
+          },
+          args);
+    }
+    if (own_part) {
+      const std::size_t part = *own_part;
+      if (cut.owners.size() > 1) shoal::am::flush();  // the other parts are on their way meanwhile
+      auto args = make_args(part, state->positions[part]);
+      before_issue();
+      std::optional<wire> result;
+      try {
+        result.emplace(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args));
+      } catch (const std::exception& e) {
+        state->fail(std::make_exception_ptr(remote_error(failure_text(e))), static_cast<std::uint32_t>(part));
       }
+      if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
     }
     return future<R>(layer::state_ptr<layer::future_state<R>>(std::move(state)));
   }
