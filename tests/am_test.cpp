@@ -459,7 +459,7 @@ TEST(Am, PostEachKeepsOrderAmongPostsAndAcrossBuffers) {
 }
 
 // Computing post_each's values must not write to the held buffer or run handlers: a usage_error naming what to do
-// instead, after which every message already given (and the rest of the stream) is delivered as usual.
+// instead, after which every message given before the refusal is delivered and the buffer works as before.
 TEST(Am, PostEachRefusesValuesThatSendToTheHeldRank) {
   reset();
   const int dest = right();
