@@ -22,7 +22,8 @@
 // rank packed like a hand-written buffer; docs/am.md, "Streams to one rank").
 // Cost: post M=1 (aggregated: one MPI message per buffer), post_each M=1 per element, rpc M=2 (request + reply). No
 // allocation per message for trivially copyable arguments; rpc allocates its future's state.
-// Errors: usage_error for a rank out of range or a call outside the environment; a handler that throws becomes a
+// Errors: usage_error for a rank out of range or a call outside the environment, and from post_each when computing
+// a value posts or rpcs to its rank, flushes or makes progress; a handler that throws becomes a
 // shoal::remote_error naming the handler and both ranks — from future::get() for rpc, from the sender's next
 // am::barrier() for post.
 #pragma once

@@ -14,11 +14,10 @@ template <class T>
 class fifo {
  public:
   bool empty() const { return size_ == 0; }
-  std::size_t size() const { return size_; }
 
   void push_back(T&& v) {
     if (size_ == slots_.size()) grow();
-    slots_[(head_ + size_) & (slots_.size() - 1)].emplace(std::move(v));
+    slots_[wrap(head_ + size_)].emplace(std::move(v));
     ++size_;
   }
 
@@ -27,15 +26,18 @@ class fifo {
     std::optional<T>& s = slots_[head_];
     T v = std::move(*s);
     s.reset();
-    head_ = (head_ + 1) & (slots_.size() - 1);
+    head_ = wrap(head_ + 1);
     --size_;
     return v;
   }
 
  private:
+  /// Position i of the ring (slots_.size() is a power of two).
+  std::size_t wrap(std::size_t i) const { return i & (slots_.size() - 1); }
+
   void grow() {
     std::vector<std::optional<T>> bigger(slots_.empty() ? 16 : 2 * slots_.size());
-    for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
+    for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(slots_[wrap(head_ + i)]);
     slots_ = std::move(bigger);
     head_ = 0;
   }
