@@ -605,6 +605,79 @@ TEST(dist_map, keyed_futures_keep_issue_order_per_owner) {
   mm.flush();
 }
 
+// Futures of single operations for another rank travel in groups (owner_table/groups.hpp): a group leaves when it
+// is full, when one of its futures is tested or waited for, before any other message to that owner, at wait() and
+// when the map is destroyed; an operation that throws at its owner fails only its own future; bool results travel.
+TEST(dist_map, futures_for_one_owner_travel_and_complete_as_groups) {
+  const int me = shoal::rank();
+  const int np = shoal::size();
+  const int target = (me + 1) % np;
+  const std::size_t n = 3 * shoal::detail::future_chunk_size + 5;
+  std::vector<u64> keys, absent;  // this rank's keys owned by `target`: inserted below / never inserted
+  {
+    shoal::dist_map<u64, u64> probe;
+    for (u64 k = 0; keys.size() < n || absent.size() < n; ++k) {
+      if (probe.owner(key_of(me, k)) != target) continue;
+      (keys.size() < n ? keys : absent).push_back(key_of(me, k));
+    }
+  }
+  shoal::dist_map<u64, u64> m;
+  auto lone = m.async_insert(keys[0], 7);  // a lone operation leaves when its future is polled
+  while (!lone.ready()) {
+  }
+  EXPECT_TRUE(lone.get());
+
+  std::vector<shoal::future<bool>> inserted;  // more than a chunk's worth, then a batch to the same owner
+  for (std::size_t i = 1; i < n; ++i) inserted.push_back(m.async_insert(keys[i], i));
+  const auto found = m.find_batch(keys);
+  for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(found[i], std::optional<u64>(i == 0 ? 7 : i)) << "key " << i;
+  for (auto& f : inserted) EXPECT_TRUE(f.get());
+
+  auto refuse_odd = [](u64& v) {
+    if (v % 2 == 1) throw std::runtime_error("odd value refused");
+    return v * 10;
+  };
+  std::vector<shoal::future<std::optional<u64>>> updated;
+  std::vector<shoal::future<bool>> present, missing;
+  for (std::size_t i = 0; i < n; ++i) {  // three operation types alternating: each type change sends the group
+    updated.push_back(m.async_update(keys[i], refuse_odd));
+    present.push_back(m.async_contains(keys[i]));
+    missing.push_back(m.async_contains(absent[i]));
+  }
+  for (std::size_t i = n; i-- > 0;) {  // the last first
+    const u64 v = i == 0 ? 7 : i;
+    if (v % 2 == 1) {
+      EXPECT_THROW(updated[i].get(), shoal::remote_error) << "key " << i;
+    } else {
+      EXPECT_EQ(updated[i].get(), std::optional<u64>(v * 10)) << "key " << i;
+    }
+    EXPECT_TRUE(present[i].get()) << "key " << i;
+    EXPECT_FALSE(missing[i].get()) << "key " << i;
+  }
+
+  auto erased = m.async_erase(keys[0]);  // not waited for: wait() sends it
+  m.wait();
+  shoal::barrier();
+  EXPECT_EQ(m.local_size(), n - 1);  // every rank's predecessor erased one of the keys it owns here
+  EXPECT_EQ(erased.get(), std::optional<u64>(7));
+
+  shoal::future<bool> outlives;  // the destructor sends what is left, and the future outlives the map
+  {
+    shoal::dist_map<u64, u64> brief;
+    outlives = brief.async_insert(keys[1], 1);
+  }
+  EXPECT_TRUE(outlives.get());
+
+  shoal::dist_map_options throttled;  // the blocking factor counts grouped operations one by one
+  throttled.blocking_factor = 5;
+  shoal::dist_map<u64, u64> t(throttled);
+  std::vector<shoal::future<bool>> many;
+  for (std::size_t i = 0; i < n; ++i) many.push_back(t.async_insert(keys[i], i));
+  for (auto& f : many) EXPECT_TRUE(f.get());
+  EXPECT_EQ(t.size(), n * static_cast<std::size_t>(np));
+  m.flush();
+}
+
 TEST(dist_map, assign_and_update_batches_apply_in_input_order) {
   const int me = shoal::rank();
   shoal::dist_map<u64, u64> m;

@@ -85,6 +85,7 @@ class owner_container {
   /// Calls fn(const K&, Stored&) for every key of this rank's shard.
   template <class F>
   void local_for_each(F&& fn) {
+    t_.settle_own();
     t_.shard().for_each(fn);
   }
   /// Collective: flush(), then fn(const K&, Stored&) over every rank's shard, then a barrier.

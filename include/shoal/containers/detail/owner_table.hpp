@@ -14,7 +14,8 @@
 //
 // Its parts, one job each (owner_table/): placement.hpp (which rank owns a key; the layout), remainder.hpp (key mod
 // owners without a division, for cyclic placement), shard.hpp (the owner's local table and its entry count),
-// replies.hpp (receivers that turn replies into futures), batches.hpp (cutting a batch by owner, merging the replies,
+// replies.hpp (receivers that turn replies into futures), groups.hpp (single operations to one owner that travel
+// and complete together), batches.hpp (cutting a batch by owner, merging the replies,
 // the prefetched loop at the owner), completion.hpp (the bookkeeping of wait and fences). The public operations both
 // containers share are in owner_container.hpp.
 #pragma once
@@ -32,6 +33,7 @@
 #include "shoal/am.hpp"
 #include "shoal/containers/detail/owner_table/batches.hpp"
 #include "shoal/containers/detail/owner_table/completion.hpp"
+#include "shoal/containers/detail/owner_table/groups.hpp"
 #include "shoal/containers/detail/owner_table/placement.hpp"
 #include "shoal/containers/detail/owner_table/replies.hpp"
 #include "shoal/containers/detail/owner_table/shard.hpp"
@@ -53,7 +55,8 @@ class owner_table {
   owner_table(const dist_map_options& opts, std::string name, const shoal::team& team)
       : reg_(team, name), name_(std::move(name)), me_(team.rank()),
         placement_(opts, team.rank(), team.size(), name_), shard_(opts.capacity_per_rank),
-        ledger_(team.size(), opts.blocking_factor) {
+        ledger_(team.size(), opts.blocking_factor), open_groups_(static_cast<std::size_t>(team.size())),
+        unsent_(static_cast<std::size_t>(team.size()), nullptr) {
     reg_.register_target(this);
     id_ = reg_.slot();
     team.barrier();  // every rank registered before anyone sends
@@ -71,6 +74,12 @@ class owner_table {
         wait();
       } catch (const std::exception&) {
         // Destruction must not throw; the errors of fire-and-forget operations are reported by an explicit flush().
+      }
+    }
+    for (unsent_group* g : unsent_) {  // only when the environment ended first (wait() sends every group)
+      if (g != nullptr) {
+        g->drop_unsent(std::make_exception_ptr(
+            usage_error(name_ + ": destroyed after its environment ended, before this operation was sent")));
       }
     }
     reg_.release();
@@ -102,37 +111,25 @@ class owner_table {
 
   // ---- issuing operations --------------------------------------------------------------------------------------
 
-  /// Runs Op at `owner`; the result arrives in the returned future (Convert: Op::wire -> R).
+  /// Runs Op at `owner`; the result arrives in the returned future (Convert: Op::wire -> R). Operations whose
+  /// arguments and result are plain bytes join their owner's group (groups.hpp; this rank's own run when their group
+  /// does, keys prefetched), the others go alone.
   template <class Op, class R, class Convert, class... Args>
   future<R> call(int owner, Args&&... args) {
-    using wire = typename Op::wire;
-    using chunk = future_chunk<wire, R, Convert>;
     before_issue();
-    layer::state_ptr<layer::counted>& open = open_chunk(&chunk::tag);
-    if (!open || static_cast<chunk&>(*open).full()) open = layer::make_state<chunk>();
-    auto& c = static_cast<chunk&>(*open);
-    const std::uint32_t index = c.next();
-    future<R> f = c.future_of(index);
-    if (owner == me_) {
-      std::optional<wire> result;
-      try {
-        result.emplace(Op::apply(*this, me_, std::forward<Args>(args)...));
-      } catch (const std::exception& e) {
-        c.fail(std::make_exception_ptr(remote_error(failure_text(e))), index);
-      }
-      if (result) c.arrive(std::move(*result), index);
+    if constexpr (groupable<typename Op::wire, std::decay_t<Args>...>) {
+      return call_grouped<Op, R, Convert>(owner, std::forward<Args>(args)...);
     } else {
-      const std::uint32_t slot = add_pending(&c, open, index);
-      ledger_.touch(owner);
-      shoal::post(to_world(owner), on_call<Op, std::decay_t<Args>...>{}, id_, slot, std::forward<Args>(args)...);
+      send_unsent(owner);  // earlier grouped operations for that owner go first
+      return call_alone<Op, R, Convert>(owner, std::forward<Args>(args)...);
     }
-    return f;
   }
 
   /// Runs Op at `owner` without a result (completed and reported by wait / flush).
   template <class Op, class... Args>
   void post(int owner, Args&&... args) {
     before_issue();
+    send_unsent(owner);
     if (owner == me_) {
       try {
         ledger_.rejected_here(rejected_in(Op::apply(*this, me_, std::forward<Args>(args)...)));
@@ -144,6 +141,36 @@ class owner_table {
       shoal::post(to_world(owner), on_post<Op, std::decay_t<Args>...>{}, id_, std::forward<Args>(args)...);
     }
   }
+
+  /// Sends the operations of `chunk` from `first` on (its columns: their arguments) to its owner as one message, or
+  /// runs them here when this rank owns them (groups.hpp; the chunk calls this when its group must leave).
+  template <class Chunk, class... Columns>
+  void send_group(Chunk& chunk, std::uint32_t first, const std::tuple<Columns...>& columns) {
+    using op = typename Chunk::op;
+    const int owner = chunk.owner();
+    if (unsent_[static_cast<std::size_t>(owner)] == &chunk) unsent_[static_cast<std::size_t>(owner)] = nullptr;
+    if (owner == me_) {
+      auto results = std::apply(
+          [&](const auto&... column) {
+            return run_group<op>(*this, me_, [&](std::size_t i, std::string what) {
+              chunk.fail(std::make_exception_ptr(remote_error(std::move(what))), first + static_cast<std::uint32_t>(i));
+            }, column...);
+          },
+          columns);
+      chunk.arrive_group(std::move(results), first);
+      return;
+    }
+    const std::uint32_t slot = add_pending(&chunk, layer::state_ptr<layer::counted>(&chunk), first);
+    ledger_.touch(owner);
+    std::apply(
+        [&](const auto&... column) {
+          shoal::post(to_world(owner), on_group<op, typename Columns::value_type...>{}, id_, slot, column...);
+        },
+        columns);
+  }
+
+  /// This rank's own grouped operations not run yet run now (before its shard is read directly).
+  void settle_own() { send_unsent(me_); }
 
   /// Splits input positions 0..n-1 by owner rank (key_at(i) gives the key of position i): the owners with
   /// positions, and the positions of each.
@@ -221,6 +248,7 @@ class owner_table {
       }
       auto args = make_args(part, state->positions[part]);
       before_issue();
+      send_unsent(owner);
       const std::uint32_t slot = add_pending(state.get(), state, static_cast<std::uint32_t>(part));
       ledger_.touch(owner);
       std::apply(
@@ -234,6 +262,7 @@ class owner_table {
       if (cut.owners.size() > 1) shoal::am::flush();  // the other parts are on their way meanwhile
       auto args = make_args(part, state->positions[part]);
       before_issue();
+      settle_own();  // this rank's earlier grouped operations first
       std::optional<wire> result;
       try {
         result.emplace(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args));
@@ -250,6 +279,7 @@ class owner_table {
   /// Completes every operation this rank issued (HASH_Wait). Not collective. Throws container_full if
   /// fire-and-forget inserts did not fit, remote_error if a fire-and-forget operation failed at its owner.
   void wait() {
+    for (std::size_t owner = 0; owner < unsent_.size(); ++owner) send_unsent(static_cast<int>(owner));
     ledger_.send_fences([&](int o) { shoal::post(to_world(o), &on_fence, id_); });
     while (ledger_.fences_out()) shoal::progress();
     ledger_.report(name_, shard_.capacity());
@@ -323,6 +353,65 @@ class owner_table {
     return open_chunks_.emplace_back(tag, nullptr).second;
   }
 
+  /// One operation, its future in a chunk of this operation type (owner: this rank, run inline; another rank: one
+  /// message, one reply).
+  template <class Op, class R, class Convert, class... Args>
+  future<R> call_alone(int owner, Args&&... args) {
+    using wire = typename Op::wire;
+    using chunk = future_chunk<wire, R, Convert>;
+    layer::state_ptr<layer::counted>& open = open_chunk(&chunk::tag);
+    if (!open || static_cast<chunk&>(*open).full()) open = layer::make_state<chunk>();
+    auto& c = static_cast<chunk&>(*open);
+    const std::uint32_t index = c.next();
+    future<R> f = c.future_of(index);
+    if (owner == me_) {
+      std::optional<wire> result;
+      try {
+        result.emplace(Op::apply(*this, me_, std::forward<Args>(args)...));
+      } catch (const std::exception& e) {
+        c.fail(std::make_exception_ptr(remote_error(failure_text(e))), index);
+      }
+      if (result) c.arrive(std::move(*result), index);
+    } else {
+      const std::uint32_t slot = add_pending(&c, open, index);
+      ledger_.touch(owner);
+      shoal::post(to_world(owner), on_call<Op, std::decay_t<Args>...>{}, id_, slot, std::forward<Args>(args)...);
+    }
+    return f;
+  }
+
+  /// The open group of single operations for `owner` whose chunk type has `tag` (groups.hpp).
+  layer::state_ptr<layer::counted>& open_group(int owner, const void* tag) {
+    auto& open = open_groups_[static_cast<std::size_t>(owner)];
+    for (auto& [t, c] : open) {
+      if (t == tag) return c;
+    }
+    return open.emplace_back(tag, nullptr).second;
+  }
+
+  /// Op joins `owner`'s open group of Op; a group of another operation type for that owner leaves first (issue
+  /// order), a full group leaves at once.
+  template <class Op, class R, class Convert, class... Args>
+  future<R> call_grouped(int owner, Args&&... args) {
+    using chunk = group_chunk<owner_table, Op, R, Convert, std::decay_t<Args>...>;
+    layer::state_ptr<layer::counted>& open = open_group(owner, &chunk::tag);
+    unsent_group*& unsent = unsent_[static_cast<std::size_t>(owner)];
+    if (unsent != nullptr && (!open || unsent != static_cast<unsent_group*>(&static_cast<chunk&>(*open)))) {
+      unsent->send_unsent();
+    }
+    if (!open || static_cast<chunk&>(*open).full()) open = layer::make_state<chunk>(*this, owner);
+    auto& c = static_cast<chunk&>(*open);
+    future<R> f = c.add(std::forward<Args>(args)...);
+    unsent = &c;
+    if (c.full()) c.send_unsent();
+    return f;
+  }
+
+  /// Sends `owner`'s group of operations not sent yet, if there is one.
+  void send_unsent(int owner) {
+    if (unsent_group* g = unsent_[static_cast<std::size_t>(owner)]) g->send_unsent();
+  }
+
   void before_issue() {
     if (ledger_.must_wait()) wait();
     ledger_.issued();
@@ -392,6 +481,52 @@ class owner_table {
     p.target->fail(std::make_exception_ptr(remote_error(what)), p.part);
   }
 
+  /// A group of single operations (groups.hpp): runs them in order, keys prefetched, and answers with one message
+  /// (an operation that throws is answered first, by its own message).
+  template <class Op, class... Args>
+  struct on_group {
+    void operator()(std::uint32_t id, std::uint32_t slot, const std::vector<Args>&... columns) const {
+      auto& self = lookup(id);
+      const int origin = self.origin();
+      const auto results = run_group<Op>(self, origin, [&](std::size_t i, std::string what) {
+        shoal::post(self.to_world(origin), &on_group_error, id, slot, static_cast<std::uint32_t>(i), std::move(what));
+      }, columns...);
+      shoal::post(self.to_world(origin), on_group_reply<typename Op::wire>{}, id, slot, results);
+    }
+  };
+
+  /// Runs a group's operations in order (keys: the first column, prefetched as a batch's) for `origin`; failed(i,
+  /// what) hears of an operation that threw. The results, in order.
+  template <class Op, class Failed, class... Args>
+  static std::vector<result_cell<typename Op::wire>> run_group(owner_table& self, int origin, Failed&& failed,
+                                                               const std::vector<Args>&... columns) {
+    using cell = result_cell<typename Op::wire>;
+    const auto& keys = std::get<0>(std::tie(columns...));
+    std::vector<cell> results(keys.size());
+    for_each_prefetched(self.shard(), keys, [&](std::size_t i) {
+      try {
+        results[i] = cell(Op::apply(self, origin, columns[i]...));
+      } catch (const std::exception& e) {
+        failed(i, self.failure_text(e));
+      }
+    });
+    return results;
+  }
+
+  template <class Wire>
+  struct on_group_reply {
+    void operator()(std::uint32_t id, std::uint32_t slot, std::vector<result_cell<Wire>> results) const {
+      pending p = lookup(id).take_pending(slot);
+      static_cast<group_receiver<Wire>*>(p.target)->arrive_group(std::move(results), p.part);
+    }
+  };
+
+  /// Operation `index` of a group failed at its owner (the group's reply follows).
+  static void on_group_error(std::uint32_t id, std::uint32_t slot, std::uint32_t index, std::string what) {
+    const pending& p = lookup(id).pending_[slot];
+    p.target->fail(std::make_exception_ptr(remote_error(what)), p.part + index);
+  }
+
   template <class Op, class... Args>
   struct on_post {
     static void prefetch(std::uint32_t id, const Args&... args) { prefetch_key(id, args...); }
@@ -429,8 +564,13 @@ class owner_table {
   int clients_closed_ = 0;
   std::vector<pending> pending_;
   std::vector<std::uint32_t> free_slots_;
-  // Per operation type (future_chunk::tag): the chunk of futures being filled (replies.hpp).
+  // Per operation type (future_chunk::tag): the chunk of futures being filled for this rank's own operations
+  // (replies.hpp).
   std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>> open_chunks_;
+  // Per owner: per operation type (group_chunk::tag), the open group (groups.hpp); and the group holding operations
+  // not sent yet (at most one per owner: a group of another type leaves before one is added).
+  std::vector<std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>>> open_groups_;
+  std::vector<unsent_group*> unsent_;
 };
 
 }  // namespace shoal::detail

@@ -1,0 +1,126 @@
+// shoal/containers/detail/owner_table/groups.hpp — single operations to one owner that travel and complete together.
+//
+// A future-returning operation for another rank is not sent on its own: it joins its owner's open group (its
+// arguments appended to the group's columns, its future a state in the group's chunk) and the group leaves as one
+// message when it holds future_chunk_size operations, when one of its futures is waited for or tested (get, wait,
+// ready), or before anything else this rank sends that owner (a post, a batch, an operation of another type, wait,
+// flush) — so operations still reach their owner in issue order. The owner runs a group in one loop (keys
+// prefetched, as a batch) and answers with one message, which completes the group's futures. owner_table decides when
+// a group leaves and sends it; this file holds the chunk and the types on the wire.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "shoal/containers/detail/owner_table/replies.hpp"
+#include "shoal/core/future.hpp"
+#include "shoal/core/layer.hpp"
+
+namespace shoal::detail {
+
+/// How a result travels in a group's reply: std::vector<bool> is not an array of bools, so a bool goes as a byte.
+template <class T>
+using result_cell = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
+
+/// Operations that travel in groups: arguments and result whose bytes are the value (columns of them are copied as
+/// raw bytes), no bool argument (a column of bools would be a std::vector<bool>), a result that can be made empty
+/// before the owner fills it in.
+template <class Wire, class... Args>
+concept groupable = std::is_trivially_copyable_v<result_cell<Wire>> && std::default_initializable<Wire> &&
+                    ((std::is_trivially_copyable_v<Args> && !std::is_same_v<Args, bool>) && ...);
+
+/// A group that may hold operations not yet sent (what owner_table sends before anything else to that owner).
+struct unsent_group {
+  virtual void send_unsent() = 0;
+  /// The container goes away without sending them (its environment ended first): their futures fail with `e`.
+  virtual void drop_unsent(std::exception_ptr e) = 0;
+
+ protected:
+  ~unsent_group() = default;
+};
+
+/// Receives the reply of a group: the results of its operations first .. first + results.size() - 1, in order.
+template <class Wire>
+struct group_receiver : receiver_base {
+  virtual void arrive_group(std::vector<result_cell<Wire>>&& results, std::uint32_t first) = 0;
+
+ protected:
+  ~group_receiver() = default;
+};
+
+/// Up to future_chunk_size operations Op of one origin for one owner, and their futures (Convert: Op::wire -> R).
+/// Operations are added at the end; the ones not sent yet (first_unsent_ .. used_) leave together through
+/// Table::send_group, which clears the columns. Waiting for or testing a future whose operation has not left sends it.
+template <class Table, class Op, class R, class Convert, class... Args>
+class group_chunk final : public layer::counted, public group_receiver<typename Op::wire>, public unsent_group {
+  using wire = typename Op::wire;
+
+  struct element final : layer::future_state<R> {
+    group_chunk* chunk = nullptr;
+    bool test() override {
+      if (!this->done) chunk->send_unsent();
+      return this->done;
+    }
+  };
+
+ public:
+  using op = Op;
+  static inline const char tag = 0;  // its address names the chunk type (owner_table keeps one open per owner and type)
+
+  group_chunk(Table& table, int owner) : table_(&table), owner_(owner) {
+    for (element& e : elements_) e.chunk = this;
+    std::apply([](auto&... column) { (column.reserve(future_chunk_size), ...); }, columns_);
+  }
+
+  int owner() const { return owner_; }
+  bool full() const { return used_ == future_chunk_size; }
+
+  /// Appends an operation; its future shares ownership of the chunk.
+  template <class... A>
+  future<R> add(A&&... args) {
+    const std::uint32_t index = used_++;
+    std::apply([&](auto&... column) { (column.push_back(std::forward<A>(args)), ...); }, columns_);
+    return future<R>(&elements_[index], layer::state_ptr<layer::counted>(this));
+  }
+
+  void send_unsent() override {
+    if (first_unsent_ == used_) return;
+    const std::uint32_t first = std::exchange(first_unsent_, used_);
+    table_->send_group(*this, first, columns_);
+    std::apply([](auto&... column) { (column.clear(), ...); }, columns_);
+  }
+
+  void drop_unsent(std::exception_ptr e) override {
+    for (std::uint32_t i = std::exchange(first_unsent_, used_); i < used_; ++i) elements_[i].set_error(e);
+    std::apply([](auto&... column) { (column.clear(), ...); }, columns_);
+  }
+
+  void arrive_group(std::vector<result_cell<wire>>&& results, std::uint32_t first) override {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      element& e = elements_[first + i];
+      if (e.done) continue;  // failed at the owner (its error came first)
+      try {
+        e.set_value(Convert{}(wire(std::move(results[i]))));
+      } catch (...) {
+        e.set_error(std::current_exception());
+      }
+    }
+  }
+  void fail(std::exception_ptr e, std::uint32_t index) override { elements_[index].set_error(std::move(e)); }
+
+ private:
+  Table* table_;
+  int owner_;
+  std::tuple<std::vector<Args>...> columns_;  // the arguments of the operations not sent yet, one column each
+  std::array<element, future_chunk_size> elements_;
+  std::uint32_t used_ = 0;
+  std::uint32_t first_unsent_ = 0;
+};
+
+}  // namespace shoal::detail
