@@ -668,6 +668,29 @@ TEST(dist_map, futures_for_one_owner_travel_and_complete_as_groups) {
   }
   EXPECT_TRUE(outlives.get());
 
+  // This rank's own operations: waited for one at a time they run at once; outstanding, they group; both keep the
+  // issue order among themselves and with batches.
+  std::vector<u64> own;
+  for (u64 k = u64{1} << 20; own.size() < n; ++k) {  // apart from the keys above (the same ones at one rank)
+    if (m.owner(key_of(me, k)) == me) own.push_back(key_of(me, k));
+  }
+  for (std::size_t i = 0; i < n; ++i) EXPECT_TRUE(m.async_insert_or_assign(own[i], i).get());
+  std::vector<shoal::future<bool>> assigned;
+  std::vector<shoal::future<std::optional<u64>>> seen;
+  for (std::size_t i = 0; i < n; ++i) {
+    assigned.push_back(m.async_insert_or_assign(own[i], i + 1));
+    seen.push_back(m.async_find(own[i]));
+    if (i % 50 == 49) {  // waited for: the group leaves
+      EXPECT_EQ(m.find(own[i - 10]), std::optional<u64>(i - 9));
+    }
+  }
+  const auto own_found = m.find_batch(own);
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_FALSE(assigned[i].get()) << "own key " << i;  // present: assigned, not inserted
+    EXPECT_EQ(seen[i].get(), std::optional<u64>(i + 1)) << "own key " << i;
+    EXPECT_EQ(own_found[i], std::optional<u64>(i + 1)) << "own key " << i;
+  }
+
   shoal::dist_map_options throttled;  // the blocking factor counts grouped operations one by one
   throttled.blocking_factor = 5;
   shoal::dist_map<u64, u64> t(throttled);

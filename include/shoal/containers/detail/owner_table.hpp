@@ -112,12 +112,21 @@ class owner_table {
   // ---- issuing operations --------------------------------------------------------------------------------------
 
   /// Runs Op at `owner`; the result arrives in the returned future (Convert: Op::wire -> R). Operations whose
-  /// arguments and result are plain bytes join their owner's group (groups.hpp; this rank's own run when their group
-  /// does, keys prefetched), the others go alone.
+  /// arguments and result are plain bytes join their owner's group (groups.hpp), the others go alone. This rank's
+  /// own operations group too (run when their group leaves, keys prefetched) — except while its futures are waited
+  /// for one at a time: after a group of one left because its future was waited for, they run at once until
+  /// more than own_stream_futures of them are outstanding again.
   template <class Op, class R, class Convert, class... Args>
   future<R> call(int owner, Args&&... args) {
     before_issue();
     if constexpr (groupable<typename Op::wire, std::decay_t<Args>...>) {
+      if (owner == me_ && own_at_once_) {
+        if (outstanding_own<future_chunk<typename Op::wire, R, Convert>>() <= own_stream_futures) {
+          send_unsent(me_);
+          return call_alone<Op, R, Convert>(owner, std::forward<Args>(args)...);
+        }
+        own_at_once_ = false;
+      }
       return call_grouped<Op, R, Convert>(owner, std::forward<Args>(args)...);
     } else {
       send_unsent(owner);  // earlier grouped operations for that owner go first
@@ -142,29 +151,32 @@ class owner_table {
     }
   }
 
-  /// Sends the operations of `chunk` from `first` on (its columns: their arguments) to its owner as one message, or
-  /// runs them here when this rank owns them (groups.hpp; the chunk calls this when its group must leave).
+  /// Sends the operations of `chunk` from `first` on (its columns: their arguments) to its owner, as one message
+  /// (one operation alone: as a single request, no columns), or runs them here when this rank owns them (groups.hpp;
+  /// the chunk calls this when its group must leave).
   template <class Chunk, class... Columns>
-  void send_group(Chunk& chunk, std::uint32_t first, const std::tuple<Columns...>& columns) {
+  void send_group(Chunk& chunk, std::uint32_t first, const std::tuple<Columns...>& columns, bool waited) {
     using op = typename Chunk::op;
     const int owner = chunk.owner();
     if (unsent_[static_cast<std::size_t>(owner)] == &chunk) unsent_[static_cast<std::size_t>(owner)] = nullptr;
-    if (owner == me_) {
-      auto results = std::apply(
-          [&](const auto&... column) {
-            return run_group<op>(*this, me_, [&](std::size_t i, std::string what) {
-              chunk.fail(std::make_exception_ptr(remote_error(std::move(what))), first + static_cast<std::uint32_t>(i));
-            }, column...);
-          },
-          columns);
-      chunk.arrive_group(std::move(results), first);
-      return;
-    }
-    const std::uint32_t slot = add_pending(&chunk, layer::state_ptr<layer::counted>(&chunk), first);
-    ledger_.touch(owner);
     std::apply(
         [&](const auto&... column) {
-          shoal::post(to_world(owner), on_group<op, typename Columns::value_type...>{}, id_, slot, column...);
+          if (owner == me_) {
+            if (waited && std::get<0>(std::tie(column...)).size() == 1) own_at_once_ = true;
+            run_each<op>(*this, me_, [&](std::uint32_t i, auto&& w) { chunk.arrive(std::move(w), first + i); },
+                         [&](std::uint32_t i, std::string what) {
+                           chunk.fail(std::make_exception_ptr(remote_error(std::move(what))), first + i);
+                         },
+                         column...);
+            return;
+          }
+          const std::uint32_t slot = add_pending(&chunk, layer::state_ptr<layer::counted>(&chunk), first);
+          ledger_.touch(owner);
+          if (std::get<0>(std::tie(column...)).size() == 1) {
+            shoal::post(to_world(owner), on_call<op, typename Columns::value_type...>{}, id_, slot, column[0]...);
+          } else {
+            shoal::post(to_world(owner), on_group<op, typename Columns::value_type...>{}, id_, slot, column...);
+          }
         },
         columns);
   }
@@ -407,6 +419,13 @@ class owner_table {
     return f;
   }
 
+  /// This rank's own futures of chunk type Chunk still held (the open chunk's owners but the table's own share).
+  template <class Chunk>
+  std::uint32_t outstanding_own() {
+    const layer::state_ptr<layer::counted>& open = open_chunk(&Chunk::tag);
+    return open ? open->use_count() - 1 : 0;
+  }
+
   /// Sends `owner`'s group of operations not sent yet, if there is one.
   void send_unsent(int owner) {
     if (unsent_group* g = unsent_[static_cast<std::size_t>(owner)]) g->send_unsent();
@@ -488,29 +507,31 @@ class owner_table {
     void operator()(std::uint32_t id, std::uint32_t slot, const std::vector<Args>&... columns) const {
       auto& self = lookup(id);
       const int origin = self.origin();
-      const auto results = run_group<Op>(self, origin, [&](std::size_t i, std::string what) {
-        shoal::post(self.to_world(origin), &on_group_error, id, slot, static_cast<std::uint32_t>(i), std::move(what));
-      }, columns...);
+      std::vector<result_cell<typename Op::wire>> results(std::get<0>(std::tie(columns...)).size());
+      run_each<Op>(self, origin, [&](std::uint32_t i, auto&& w) { results[i] = std::move(w); },
+                   [&](std::uint32_t i, std::string what) {
+                     shoal::post(self.to_world(origin), &on_group_error, id, slot, i, std::move(what));
+                   },
+                   columns...);
       shoal::post(self.to_world(origin), on_group_reply<typename Op::wire>{}, id, slot, results);
     }
   };
 
-  /// Runs a group's operations in order (keys: the first column, prefetched as a batch's) for `origin`; failed(i,
-  /// what) hears of an operation that threw. The results, in order.
-  template <class Op, class Failed, class... Args>
-  static std::vector<result_cell<typename Op::wire>> run_group(owner_table& self, int origin, Failed&& failed,
-                                                               const std::vector<Args>&... columns) {
-    using cell = result_cell<typename Op::wire>;
-    const auto& keys = std::get<0>(std::tie(columns...));
-    std::vector<cell> results(keys.size());
-    for_each_prefetched(self.shard(), keys, [&](std::size_t i) {
+  /// Runs a group's operations in order for `origin` (keys: the first column, prefetched as a batch's):
+  /// done(i, result) for each that returned, failed(i, what) for each that threw.
+  template <class Op, class Done, class Failed, class... Args>
+  static void run_each(owner_table& self, int origin, Done&& done, Failed&& failed,
+                       const std::vector<Args>&... columns) {
+    for_each_prefetched(self.shard(), std::get<0>(std::tie(columns...)), [&](std::size_t at) {
+      const auto i = static_cast<std::uint32_t>(at);
+      std::optional<typename Op::wire> result;
       try {
-        results[i] = cell(Op::apply(self, origin, columns[i]...));
+        result.emplace(Op::apply(self, origin, columns[at]...));
       } catch (const std::exception& e) {
         failed(i, self.failure_text(e));
       }
+      if (result) done(i, std::move(*result));
     });
-    return results;
   }
 
   template <class Wire>
@@ -571,6 +592,9 @@ class owner_table {
   // not sent yet (at most one per owner: a group of another type leaves before one is added).
   std::vector<std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>>> open_groups_;
   std::vector<unsent_group*> unsent_;
+  // This rank's own operations run at once (not grouped) while their futures are waited for one at a time.
+  static constexpr std::uint32_t own_stream_futures = 4;
+  bool own_at_once_ = false;
 };
 
 }  // namespace shoal::detail

@@ -52,6 +52,10 @@ inline constexpr std::size_t batch_prefetch_distance = 8;
 template <class Table, class K, class F>
 void for_each_prefetched(const Table& table, const std::vector<K>& keys, F&& f) {
   const std::size_t n = keys.size();
+  if (n == 1) {  // nothing to overlap (a group of one single operation)
+    f(0);
+    return;
+  }
   if constexpr (requires { table.prefetch(keys[0]); }) {
     for (std::size_t i = 0; i < std::min(n, batch_prefetch_distance); ++i) table.prefetch(keys[i]);
     for (std::size_t i = 0; i < n; ++i) {

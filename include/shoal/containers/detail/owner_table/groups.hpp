@@ -37,7 +37,8 @@ concept groupable = std::is_trivially_copyable_v<result_cell<Wire>> && std::defa
 
 /// A group that may hold operations not yet sent (what owner_table sends before anything else to that owner).
 struct unsent_group {
-  virtual void send_unsent() = 0;
+  /// `waited`: because one of its futures is waited for or tested.
+  virtual void send_unsent(bool waited = false) = 0;
   /// The container goes away without sending them (its environment ended first): their futures fail with `e`.
   virtual void drop_unsent(std::exception_ptr e) = 0;
 
@@ -45,9 +46,10 @@ struct unsent_group {
   ~unsent_group() = default;
 };
 
-/// Receives the reply of a group: the results of its operations first .. first + results.size() - 1, in order.
+/// Receives the reply of a group: the results of its operations first .. first + results.size() - 1, in order (or of
+/// one operation that went alone: receiver<Wire>::arrive).
 template <class Wire>
-struct group_receiver : receiver_base {
+struct group_receiver : receiver<Wire> {
   virtual void arrive_group(std::vector<result_cell<Wire>>&& results, std::uint32_t first) = 0;
 
  protected:
@@ -64,7 +66,7 @@ class group_chunk final : public layer::counted, public group_receiver<typename 
   struct element final : layer::future_state<R> {
     group_chunk* chunk = nullptr;
     bool test() override {
-      if (!this->done) chunk->send_unsent();
+      if (!this->done) chunk->send_unsent(true);
       return this->done;
     }
   };
@@ -89,10 +91,10 @@ class group_chunk final : public layer::counted, public group_receiver<typename 
     return future<R>(&elements_[index], layer::state_ptr<layer::counted>(this));
   }
 
-  void send_unsent() override {
+  void send_unsent(bool waited = false) override {
     if (first_unsent_ == used_) return;
     const std::uint32_t first = std::exchange(first_unsent_, used_);
-    table_->send_group(*this, first, columns_);
+    table_->send_group(*this, first, columns_, waited);
     std::apply([](auto&... column) { (column.clear(), ...); }, columns_);
   }
 
@@ -101,16 +103,18 @@ class group_chunk final : public layer::counted, public group_receiver<typename 
     std::apply([](auto&... column) { (column.clear(), ...); }, columns_);
   }
 
+  void arrive(wire&& w, std::uint32_t index) override {
+    element& e = elements_[index];
+    try {
+      e.set_value(Convert{}(std::move(w)));
+    } catch (...) {
+      e.set_error(std::current_exception());
+    }
+  }
   void arrive_group(std::vector<result_cell<wire>>&& results, std::uint32_t first) override {
     for (std::size_t i = 0; i < results.size(); ++i) {
-      element& e = elements_[first + i];
-      if (e.done) continue;  // failed at the owner (its error came first)
-      try {
-        e.set_value(Convert{}(wire(std::move(results[i]))));
-      } catch (...) {
-        e.set_error(std::current_exception());
-      }
-    }
+      if (!elements_[first + i].done) arrive(wire(std::move(results[i])), first + static_cast<std::uint32_t>(i));
+    }  // (a done one failed at the owner: its error came first)
   }
   void fail(std::exception_ptr e, std::uint32_t index) override { elements_[index].set_error(std::move(e)); }
 
