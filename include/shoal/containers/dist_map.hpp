@@ -42,9 +42,13 @@
 //   for_all(fn), reduce(identity, map, op)
 //                                        collective  flush first, then every rank's shard
 // Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
-//   single operation, owner remote       M = 2 (request, reply); post_<op>: M = 1. Futures: one allocation per 64
-//                                        of one operation type (their states live in chunks)
-//   single operation, owner is this rank  M = 0 (runs inline)
+//   single operation, owner remote       M = 2 per group: async_<op>s of plain-byte keys and values to one owner
+//                                        gather (up to 64) and leave as one message, when full, when one of their
+//                                        futures is tested or waited for, before anything else to that owner, at
+//                                        wait(); one reply completes them. A group of one (a blocking call) is a
+//                                        request and a reply. post_<op>: M = 1. Futures: one allocation per 64
+//   single operation, owner is this rank  M = 0: grouped the same way and run here when the group leaves (inline
+//                                        at once while the futures are waited for one at a time)
 //   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline). An
 //                                        owner's part above the AM buffer (64 KiB) travels alone, received blocking
 //   wait()                                M = 2 per owner addressed since the last wait
@@ -53,7 +57,8 @@
 //
 // Concurrency: any operation may run concurrently with any other (the owner applies them one at a time, in arrival
 // order; from one origin to one owner the order is the issue order). A find issued after an insert by the same
-// rank sees it. Results of local_* calls reflect the operations applied so far.
+// rank sees it. An async_ operation takes effect between its call and its future becoming ready (a group that was
+// not looked at leaves at the next wait()). Results of local_* calls reflect the operations applied so far.
 //
 // Errors: container_full when an insert does not fit under capacity_per_rank (single forms: from the future;
 // post_ forms: from wait / flush; batches and dist_multimap::try_insert return the exact counts instead);

@@ -31,8 +31,9 @@
 // Sizes count key-value pairs, as std::unordered_multimap::size: a key with three values counts 3 in size() (the
 // whole map) and in local_size() (the pairs stored on this rank).
 //
-// Cost: as dist_map — a remote operation is M = 2 (M = 1 for post_<op>), a batch 2 per owner, wait() 2 per
-// owner addressed, flush() one barrier more. Values of one key travel together, so a request of n values is one
+// Cost: as dist_map — a remote operation is M = 2 (M = 1 for post_<op>; async_count travels in groups as dist_map's
+// futures do, the operations that carry or return values go alone), a batch 2 per owner, wait() 2 per owner
+// addressed, flush() one barrier more. Values of one key travel together, so a request of n values is one
 // message.
 // Concurrency: as dist_map; the values of a key keep the order in which their inserts reached the owner.
 // Errors: as dist_map.
