@@ -103,14 +103,7 @@ class group_chunk final : public layer::counted, public group_receiver<typename 
     std::apply([](auto&... column) { (column.clear(), ...); }, columns_);
   }
 
-  void arrive(wire&& w, std::uint32_t index) override {
-    element& e = elements_[index];
-    try {
-      e.set_value(Convert{}(std::move(w)));
-    } catch (...) {
-      e.set_error(std::current_exception());
-    }
-  }
+  void arrive(wire&& w, std::uint32_t index) override { complete<Convert>(elements_[index], std::move(w)); }
   void arrive_group(std::vector<result_cell<wire>>&& results, std::uint32_t first) override {
     for (std::size_t i = 0; i < results.size(); ++i) {
       if (!elements_[first + i].done) arrive(wire(std::move(results[i])), first + static_cast<std::uint32_t>(i));

@@ -47,6 +47,16 @@ struct receiver : receiver_base {
   ~receiver() = default;
 };
 
+/// Completes `state` with Convert(w), or with the error Convert throws (an insert the owner had no room for, ...).
+template <class Convert, class State, class Wire>
+void complete(State& state, Wire&& w) {
+  try {
+    state.set_value(Convert{}(std::forward<Wire>(w)));
+  } catch (...) {
+    state.set_error(std::current_exception());
+  }
+}
+
 /// Futures of single operations issued together.
 inline constexpr std::uint32_t future_chunk_size = 64;
 
@@ -67,14 +77,7 @@ class future_chunk final : public layer::counted, public receiver<Wire> {
     return future<R>(&elements_[index], layer::state_ptr<layer::counted>(this));
   }
 
-  void arrive(Wire&& w, std::uint32_t index) override {
-    element& e = elements_[index];
-    try {
-      e.set_value(Convert{}(std::move(w)));
-    } catch (...) {
-      e.set_error(std::current_exception());
-    }
-  }
+  void arrive(Wire&& w, std::uint32_t index) override { complete<Convert>(elements_[index], std::move(w)); }
   void fail(std::exception_ptr e, std::uint32_t index) override { elements_[index].set_error(std::move(e)); }
 
  private:
