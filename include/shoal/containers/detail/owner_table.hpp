@@ -119,18 +119,20 @@ class owner_table {
   template <class Op, class R, class Convert, class... Args>
   future<R> call(int owner, Args&&... args) {
     before_issue();
+    const void* alone = &future_chunk<typename Op::wire, R, Convert>::tag;  // the chunk of operations that go alone
     if constexpr (groupable<typename Op::wire, std::decay_t<Args>...>) {
       if (owner == me_ && own_at_once_) {
-        if (outstanding_own<future_chunk<typename Op::wire, R, Convert>>() <= own_stream_futures) {
+        layer::state_ptr<layer::counted>& open = open_chunk(alone);
+        if (!open || open->use_count() - 1 <= own_stream_futures) {  // this rank's futures of that chunk still held
           send_unsent(me_);
-          return call_alone<Op, R, Convert>(owner, std::forward<Args>(args)...);
+          return call_alone<Op, R, Convert>(open, owner, std::forward<Args>(args)...);
         }
         own_at_once_ = false;
       }
       return call_grouped<Op, R, Convert>(owner, std::forward<Args>(args)...);
     } else {
       send_unsent(owner);  // earlier grouped operations for that owner go first
-      return call_alone<Op, R, Convert>(owner, std::forward<Args>(args)...);
+      return call_alone<Op, R, Convert>(open_chunk(alone), owner, std::forward<Args>(args)...);
     }
   }
 
@@ -365,13 +367,12 @@ class owner_table {
     return open_chunks_.emplace_back(tag, nullptr).second;
   }
 
-  /// One operation, its future in a chunk of this operation type (owner: this rank, run inline; another rank: one
-  /// message, one reply).
+  /// One operation, its future in `open`, the chunk of this operation type (owner: this rank, run inline; another
+  /// rank: one message, one reply).
   template <class Op, class R, class Convert, class... Args>
-  future<R> call_alone(int owner, Args&&... args) {
+  future<R> call_alone(layer::state_ptr<layer::counted>& open, int owner, Args&&... args) {
     using wire = typename Op::wire;
     using chunk = future_chunk<wire, R, Convert>;
-    layer::state_ptr<layer::counted>& open = open_chunk(&chunk::tag);
     if (!open || static_cast<chunk&>(*open).full()) open = layer::make_state<chunk>();
     auto& c = static_cast<chunk&>(*open);
     const std::uint32_t index = c.next();
@@ -417,13 +418,6 @@ class owner_table {
     unsent = &c;
     if (c.full()) c.send_unsent();
     return f;
-  }
-
-  /// This rank's own futures of chunk type Chunk still held (the open chunk's owners but the table's own share).
-  template <class Chunk>
-  std::uint32_t outstanding_own() {
-    const layer::state_ptr<layer::counted>& open = open_chunk(&Chunk::tag);
-    return open ? open->use_count() - 1 : 0;
   }
 
   /// Sends `owner`'s group of operations not sent yet, if there is one.
