@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 #include <ranges>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -585,6 +586,52 @@ TEST(Am, PostHandlerExceptionReportedToSenderAtBarrier) {
   EXPECT_NE(what.find("value 42 rejected"), std::string::npos) << what;
   EXPECT_NE(what.find("1 more"), std::string::npos) << what;
   shoal::am::barrier();  // reported once
+}
+
+// Byte messages (am::detail::post_bytes, the ordered map's transport): the handler sees the tag and the bytes as
+// they arrived, in order among the sender's posts, from empty to larger than any buffer; a handler that throws is
+// reported to the sender like any post.
+void check_bytes(std::uint32_t tag, std::span<const std::byte> bytes) {
+  const auto seq = static_cast<std::int64_t>(tag);
+  EXPECT_EQ(bytes.size(), static_cast<std::size_t>(seq % 13 == 5 ? 70000 : seq % 9 * 100));
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] != static_cast<std::byte>(seq + static_cast<std::int64_t>(i))) {
+      ADD_FAILURE() << "byte " << i << " of message " << seq;
+      break;
+    }
+  }
+  check_order(seq);
+}
+
+void throw_on_bytes(std::uint32_t tag, std::span<const std::byte> bytes) {
+  throw std::runtime_error("bytes " + std::to_string(tag) + "/" + std::to_string(bytes.size()) + " rejected");
+}
+
+TEST(Am, ByteMessagesArriveWholeAndInOrder) {
+  start_order_check();
+  const std::int64_t n = volume_scaled(600);
+  std::vector<std::byte> bytes;
+  for (std::int64_t i = 0; i < n; ++i) {
+    bytes.resize(static_cast<std::size_t>(i % 13 == 5 ? 70000 : i % 9 * 100));
+    for (std::size_t j = 0; j < bytes.size(); ++j) bytes[j] = static_cast<std::byte>(i + static_cast<std::int64_t>(j));
+    for (int d = 0; d < np(); ++d) {
+      if (i % 4 == 1) {
+        shoal::post(d, &check_order, i);  // the same order check through an ordinary post
+      } else {
+        shoal::am::detail::post_bytes(d, &check_bytes, static_cast<std::uint32_t>(i), bytes);
+      }
+    }
+  }
+  shoal::am::barrier();
+  expect_in_order(n);
+
+  reset();
+  shoal::am::detail::post_bytes(right(), &throw_on_bytes, 7, bytes);
+  const std::string what = barrier_failure();
+  EXPECT_NE(what.find("bytes 7/" + std::to_string(bytes.size()) + " rejected"), std::string::npos) << what;
+  EXPECT_NE(what.find("on rank " + std::to_string(right())), std::string::npos) << what;
+  EXPECT_THROW(shoal::am::detail::post_bytes(np(), &check_bytes, 0, bytes), shoal::usage_error);
+  shoal::am::barrier();
 }
 
 TEST(Am, Misuse) {

@@ -98,8 +98,7 @@ op_result<long, long> apply_op(std::map<long, long>& m, const op_spec<long, long
     }
     case op_kind::range:
       for (auto it = m.lower_bound(s.key); it != m.end() && it->first <= s.hi; ++it) {
-        r.keys.push_back(it->first);
-        r.values.push_back(it->second);
+        r.items.emplace_back(it->first, it->second);
       }
       break;
     case op_kind::lower_bound:
@@ -123,8 +122,7 @@ void expect_same(const op_result<long, long>& want, const op_result<long, long>&
   if (s.op != op_kind::range) { EXPECT_EQ(static_cast<int>(want.st), static_cast<int>(got.st)); }
   EXPECT_EQ(want.value, got.value);
   EXPECT_EQ(want.key, got.key);
-  EXPECT_EQ(want.keys, got.keys);
-  EXPECT_EQ(want.values, got.values);
+  EXPECT_EQ(want.items, got.items);
 }
 
 /// Offers `per_client` operations of each of clients 0..clients-1 in a random order, interleaved at random with
@@ -262,14 +260,7 @@ void per_client_replay(consistency c, int ranks, bool check_delivery) {
       if (d.spec.op == op_kind::range || d.spec.op == op_kind::lower_bound || d.spec.op == op_kind::successor) {
         // Other clients' keys interleave: keep only this client's keys in ranges; skip neighbour searches.
         if (d.spec.op != op_kind::range) continue;
-        std::vector<long> k, v;
-        for (std::size_t i = 0; i < got.keys.size(); ++i)
-          if (got.keys[i] % ranks == d.rank) {
-            k.push_back(got.keys[i]);
-            v.push_back(got.values[i]);
-          }
-        got.keys = k;
-        got.values = v;
+        std::erase_if(got.items, [&](const auto& kv) { return kv.first % ranks != d.rank; });
       }
       expect_same(want, got, d.spec, "client " + std::to_string(d.rank) + " #" + std::to_string(d.index));
       if (::testing::Test::HasFailure()) return;
@@ -386,7 +377,7 @@ TEST_P(OrderedMapSim, SequentialConsistencyIsLinearizablePerKeyInIssueOrderAcros
               return;
             }
             if (o.kind == h::op_kind::range) {
-              for (std::size_t i = 0; i < res.keys.size(); ++i) kv.emplace_back(res.keys[i], res.values[i]);
+              kv.assign(res.items.begin(), res.items.end());
               for (auto& part : h::key_observations(o, sp.key, sp.hi, kv)) ops.push_back(part);
               return;
             }
@@ -421,8 +412,9 @@ TEST_P(OrderedMapSim, NoConsistencyKeepsTheListCorrect) {
     op_spec<long, long> q{op_kind::range, k, k + 50, 0, {}};
     while (!s.at(r).try_issue(f, [&, k](auto&& res) { EXPECT_EQ(res.value, oracle[k]); })) s.step();
     while (!s.at(r).try_issue(q, [&, k](auto&& res) {
-      EXPECT_EQ(res.keys.size(), static_cast<std::size_t>(std::min<long>(51, 600 - k)));
-      EXPECT_TRUE(std::is_sorted(res.keys.begin(), res.keys.end()));
+      EXPECT_EQ(res.items.size(), static_cast<std::size_t>(std::min<long>(51, 600 - k)));
+      EXPECT_TRUE(std::is_sorted(res.items.begin(), res.items.end()));
+      for (const auto& [key, value] : res.items) EXPECT_EQ(value, oracle[key]);
     }))
       s.step();
   }
@@ -630,12 +622,12 @@ TEST_P(OrderedMapSim, MultiDimensionalRanges) {
   for (const char* text : {"4.[2,5].3", "[1,2].[0,5].[4,5]", "0.0.0", "[0,5].3.[1,3]", "5.5.[0,9]"}) {
     const auto box = shoal::key_box::parse(text);
     op_spec<key3, int> spec{op_kind::range, box.lowest<key3>(), box.highest<key3>(), 0, box};
-    std::vector<key3> want;
+    std::vector<std::pair<key3, int>> want;
     for (auto& [k, val] : oracle)
-      if (box.contains(k)) want.push_back(k);
+      if (box.contains(k)) want.emplace_back(k, val);
     bool answered = false;
     while (!s.at(0).try_issue(spec, [&](auto&& res) {
-      EXPECT_EQ(res.keys, want) << text;
+      EXPECT_EQ(res.items, want) << text;
       answered = true;
     }))
       s.step();

@@ -81,6 +81,13 @@ inline engine& engine_for(int rank) {
   return e;
 }
 
+/// Sends `bytes` to `rank`, where fn(tag, bytes) runs later, with the bytes as they arrived (fire and forget, like
+/// shoal::post). For containers with a wire format of their own (the ordered map): one copy into the destination's
+/// buffer, none on arrival.
+inline void post_bytes(int rank, bytes_handler fn, std::uint32_t tag, std::span<const std::byte> bytes) {
+  write_bytes(engine_for(rank), rank, fn, tag, bytes);
+}
+
 }  // namespace shoal::am::detail
 
 namespace shoal {

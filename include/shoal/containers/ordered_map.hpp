@@ -114,45 +114,13 @@ inline void deliver_to(std::uint32_t instance, std::span<const std::byte> bytes)
   if (auto* deliver = static_cast<deliver_function*>(shoal::handler_target(instance))) (*deliver)(bytes);
 }
 
-/// A message of up to N bytes as one trivially copyable value: the active-message layer writes it straight into its
-/// buffer and hands it back without an allocation (a find's request or reply fits the smallest). Messages name their
-/// map by its handler slot (shoal::registration).
-template <std::size_t N>
-struct envelope {
-  std::uint32_t instance;
-  std::uint32_t size;
-  std::array<std::byte, N> bytes;
-};
-template <std::size_t N>
-void on_envelope(const envelope<N>& e) {
-  deliver_to(e.instance, std::span<const std::byte>(e.bytes.data(), e.size));
-}
-inline void on_message(std::uint32_t instance, std::vector<std::byte> bytes) { deliver_to(instance, bytes); }
+/// A message of the map: its bytes as they arrived in the active-message layer's receive buffer, handed to the map
+/// named by `instance` (its handler slot, shoal::registration) without a copy.
+inline void on_message(std::uint32_t instance, std::span<const std::byte> bytes) { deliver_to(instance, bytes); }
 
-/// Sends one message of map `instance` to world rank `dst`: in the smallest envelope it fits (64 bytes to 4 KiB in
-/// powers of two, at most half of it padding: a range part of a few hundred key-values travels without an
-/// allocation on either side), else as a byte vector.
+/// Sends one message of map `instance` to world rank `dst`: its bytes are copied once, into the destination's buffer.
 inline void send_message(int dst, std::uint32_t instance, std::span<const std::byte> bytes) {
-  auto in_envelope = [&]<std::size_t N>(std::integral_constant<std::size_t, N>) {
-    if (bytes.size() > N) return false;
-    envelope<N> e;
-    e.instance = instance;
-    e.size = static_cast<std::uint32_t>(bytes.size());
-    std::memcpy(e.bytes.data(), bytes.data(), bytes.size());
-    std::memset(e.bytes.data() + bytes.size(), 0, N - bytes.size());  // no stale stack bytes on the wire
-    shoal::post(dst, &on_envelope<N>, e);
-    return true;
-  };
-  constexpr std::size_t header = 2 * sizeof(std::uint32_t);
-  if (in_envelope(std::integral_constant<std::size_t, 64 - header>{}) ||
-      in_envelope(std::integral_constant<std::size_t, 128 - header>{}) ||
-      in_envelope(std::integral_constant<std::size_t, 256 - header>{}) ||
-      in_envelope(std::integral_constant<std::size_t, 512 - header>{}) ||
-      in_envelope(std::integral_constant<std::size_t, 1024 - header>{}) ||
-      in_envelope(std::integral_constant<std::size_t, 2048 - header>{}) ||
-      in_envelope(std::integral_constant<std::size_t, 4096 - header>{}))
-    return;
-  shoal::post(dst, &on_message, instance, std::vector<std::byte>(bytes.begin(), bytes.end()));
+  shoal::am::detail::post_bytes(dst, &on_message, instance, bytes);
 }
 
 }  // namespace detail::ordered_map
@@ -319,12 +287,7 @@ class ordered_map {
   using service_type = detail::ordered_map::service<K, V>;
   using op_kind = ordered_map_op;
 
-  static std::vector<value_type> to_pairs(operation_result&& r) {
-    std::vector<value_type> out;
-    out.reserve(r.keys.size());
-    for (std::size_t i = 0; i < r.keys.size(); ++i) out.emplace_back(std::move(r.keys[i]), std::move(r.values[i]));
-    return out;
-  }
+  static std::vector<value_type> to_pairs(operation_result&& r) { return std::move(r.items); }
 
   future<std::optional<value_type>> neighbour(op_kind kind, const K& key) {
     return submit<std::optional<value_type>>({kind, key, {}, {}, {}}, [](operation_result&& r) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "shoal/containers/key_box.hpp"
@@ -38,15 +39,14 @@ struct ordered_map_operation {
 };
 
 /// The raw result of an operation: its status; find: the value; lower_bound / successor: the key-value found; range:
-/// the keys and their values in key order; and, for an operation that entered the list at the head, its position in
+/// the key-values in key order (the pairs ordered_map::range returns, moved out without a copy); and, for an operation that entered the list at the head, its position in
 /// the head's order (total order: results equal a sequential replay in this order; 0 when it did not enter there).
 template <class K, class V>
 struct ordered_map_operation_result {
   ordered_map_status st = ordered_map_status::ok;
   std::optional<K> key;
   std::optional<V> value;
-  std::vector<K> keys;
-  std::vector<V> values;
+  std::vector<std::pair<K, V>> items;
   std::uint64_t head_stamp = 0;
 };
 

@@ -135,6 +135,11 @@ class byte_reader {
 
   std::size_t remaining() const { return static_cast<std::size_t>(end_ - pos_); }
   const std::byte* position() const { return pos_; }
+  /// Moves past `n` bytes read in place through position().
+  void skip(std::size_t n) {
+    need(n);
+    pos_ += n;
+  }
 
   void read_bytes(void* dst, std::size_t n) {
     need(n);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -427,6 +428,41 @@ void run_post(rx_buffer& b) {
       report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
     }
   }
+}
+
+/// A message in a format of the sender's own (a container's wire format): `tag` (e.g. which container) and a run of
+/// bytes, which the handler sees where they arrived in the receive buffer, without a copy (valid during the call).
+/// Wire: [uint32 size][uint32 tag][size bytes]; the handler is the group's function word.
+using bytes_handler = void (*)(std::uint32_t tag, std::span<const std::byte> bytes);
+
+/// Runs one byte message.
+inline void run_bytes(rx_buffer& b) {
+  constexpr std::size_t header = 2 * sizeof(std::uint32_t);
+  if (static_cast<std::size_t>(b.end - b.pos) < header) [[unlikely]] throw_truncated();
+  const auto size = load<std::uint32_t>(b.pos);
+  const auto tag = load<std::uint32_t>(b.pos + sizeof(std::uint32_t));
+  const std::byte* at = b.pos + header;
+  if (static_cast<std::size_t>(b.end - at) < size) [[unlikely]] throw_truncated();
+  b.pos = at + size;
+  const auto fn = handler_of<bytes_handler>(b);
+  try {
+    fn(tag, std::span<const std::byte>(at, size));
+  } catch (...) {
+    engine& e = *g_engine;
+    report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
+  }
+}
+
+/// Writes a byte message: one copy of `bytes`, straight into the destination's buffer.
+inline void write_bytes(engine& e, int dest, bytes_handler fn, std::uint32_t tag, std::span<const std::byte> bytes) {
+  if (bytes.size() > UINT32_MAX) [[unlikely]] {
+    throw usage_error("shoal::am: a message of " + std::to_string(bytes.size()) + " bytes is above the 4 GiB limit");
+  }
+  const auto size = static_cast<std::uint32_t>(bytes.size());
+  std::byte* p = e.reserve(dest, group_key(word_of(&run_bytes), word_of(fn)), 2 * sizeof(std::uint32_t) + size);
+  put_raw(p, size);
+  put_raw(p, tag);
+  if (size != 0) std::memcpy(p, bytes.data(), size);
 }
 
 /// The shared state of an rpc's future (R: the handler's result, void allowed); counts itself so finalize can report

@@ -84,8 +84,21 @@ class channel {
     }
     ++stats_.remote_messages;
     codec_type::encode(m, out_);
-    net_.send(rank, out_);
-    if (++unflushed_ > batch_) flush();
+    send_encoded(rank);
+  }
+
+  /// A range reply whose key-values are still in a node's arrays: encoded straight from them for another rank,
+  /// copied into the reply's vector for this one (the node may change before the local FIFO reaches the reply).
+  void post_part(int rank, reply<K, V>&& p, const pairs_source<K, V>& items) {
+    if (rank == net_.rank) {
+      p.items.reserve(items.keys.size());
+      for (std::size_t i = 0; i < items.keys.size(); ++i) p.items.emplace_back(items.keys[i], items.values[i]);
+      local_.push_back(std::move(p));
+      return;
+    }
+    ++stats_.remote_messages;
+    codec_type::encode(message_type(std::move(p)), out_, &items);
+    send_encoded(rank);
   }
 
   /// Pushes buffered messages out.
@@ -131,6 +144,11 @@ class channel {
   void fence_acknowledged(const fence_ack& f) { adjust_fence(f.from, f.dest, -1); }
 
  private:
+  void send_encoded(int rank) {
+    net_.send(rank, out_);
+    if (++unflushed_ > batch_) flush();
+  }
+
   /// The outgoing messages of one node while it waits for fences. One FIFO for all its successors: a message held
   /// for one successor must also hold back the node's later messages to other successors, since a later request
   /// can reach the first successor through another (a lower_bound / successor continuing on level 0).

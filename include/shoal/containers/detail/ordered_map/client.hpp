@@ -112,10 +112,10 @@ class client {
       // Parts are appended in key order as soon as they join the prefix received so far (a range of one part, the
       // common case, moves straight into the result); the others wait in `parts` by start key.
       if (!(p.key == o.cursor)) {
-        o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)});
+        o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.items)});
         return std::nullopt;
       }
-      typename client_op::part next{p.hi, p.hi_inclusive, std::move(p.keys), std::move(p.values)};
+      typename client_op::part next{p.hi, p.hi_inclusive, std::move(p.items)};
       for (;;) {
         append(res, next);
         if (next.inclusive) break;
@@ -160,8 +160,7 @@ class client {
     struct part {
       K hi;
       bool inclusive = false;
-      std::vector<K> keys;
-      std::vector<V> values;
+      std::vector<std::pair<K, V>> items;
     };
     std::map<K, part> parts;
     K cursor{};
@@ -185,16 +184,14 @@ class client {
     bool unbounded = false;  // lower_bound / successor: the keys above hi too
   };
 
-  /// Appends a range part to the result (moves its vectors in when the result is still empty).
+  /// Appends a range part to the result (moves its vector in when the result is still empty).
   static void append(result_type& res, typename client_op::part& part) {
-    if (res.keys.empty()) {
-      res.keys = std::move(part.keys);
-      res.values = std::move(part.values);
+    if (res.items.empty()) {
+      res.items = std::move(part.items);
       return;
     }
-    res.keys.insert(res.keys.end(), std::make_move_iterator(part.keys.begin()), std::make_move_iterator(part.keys.end()));
-    res.values.insert(res.values.end(), std::make_move_iterator(part.values.begin()),
-                      std::make_move_iterator(part.values.end()));
+    res.items.insert(res.items.end(), std::make_move_iterator(part.items.begin()),
+                     std::make_move_iterator(part.items.end()));
   }
 
   static double clock_now() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -136,8 +137,7 @@ struct reply {
   V value{};
   K hi{};   // range: part end
   bool hi_inclusive = false;
-  std::vector<K> keys;
-  std::vector<V> values;
+  std::vector<std::pair<K, V>> items;  // range: the part's key-values (written straight from the node's arrays)
   node_ref new_node;  // split_needed
   node_ref marked;
   std::int32_t new_height = 0;
@@ -147,7 +147,7 @@ struct reply {
   template <class Ar>
   void fields(Ar& ar) {
     ar(client, seq, st, op, head_stamp, key, value);
-    if (op == op_kind::range) ar(hi, hi_inclusive, keys, values);
+    if (op == op_kind::range) ar(hi, hi_inclusive, items);
     if (st == status::split_needed) ar(new_node, marked, new_height);
     if (seeks_neighbour(op)) ar(attempt, probes);
   }

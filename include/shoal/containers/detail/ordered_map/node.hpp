@@ -26,12 +26,6 @@ struct link {
   bool has_next() const { return next.valid(); }
 };
 
-/// node::collect's filter that keeps every key (a range without a box).
-struct keep_all {
-  template <class K>
-  bool operator()(const K&) const { return true; }
-};
-
 /// Which way a request goes at one level of a node.
 enum class step { hop, descend };
 
@@ -91,6 +85,17 @@ struct node {
   std::size_t size() const { return keys.size(); }
   bool held_back() const { return waiting_levels > 0 || allocating || initializing || throttled; }
 
+  /// The end of the keys from index `from` that are <= hi (< hi unless `inclusive`): galloping, then a binary search.
+  std::size_t end_of_range(std::size_t from, const K& hi, bool inclusive) const {
+    auto past = [&](std::size_t i) { return inclusive ? hi < keys[i] : !(keys[i] < hi); };
+    std::size_t lo = from, step = 8;
+    while (lo + step < keys.size() && !past(lo + step)) lo += step, step *= 2;
+    const auto first = keys.begin() + static_cast<std::ptrdiff_t>(lo);
+    const auto last = keys.begin() + static_cast<std::ptrdiff_t>(std::min(lo + step, keys.size()));
+    const auto it = inclusive ? std::upper_bound(first, last, hi) : std::lower_bound(first, last, hi);
+    return static_cast<std::size_t>(it - keys.begin());
+  }
+
   /// Lower-bound position of `key` among the local keys.
   std::size_t position(const K& key) const {
     return static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
@@ -126,26 +131,19 @@ struct node {
     return static_cast<std::size_t>(it - keys.begin());
   }
 
-  /// Local keys in [lo, hi] (or [lo, hi) ), kept only when `keep` says so (keep_all: every one, copied in bulk).
+  /// The indices [first, last) of the local keys in [lo, hi] (or [lo, hi) ). The end is found by galloping from the
+  /// start (a range part is usually a small share of the node: the probes stay on the cache lines read next).
+  std::pair<std::size_t, std::size_t> span_of(const K& lo, const K& hi, bool hi_inclusive) const {
+    const std::size_t from = position(lo);
+    return {from, std::max(from, end_of_range(from, hi, hi_inclusive))};
+  }
+
+  /// Local key-values in [lo, hi] (or [lo, hi) ) that `keep` keeps, appended to `out` as pairs.
   template <class Keep>
-  void collect(const K& lo, const K& hi, bool hi_inclusive, Keep&& keep, std::vector<K>& out_keys,
-               std::vector<V>& out_values) const {
-    const auto first = keys.begin() + static_cast<std::ptrdiff_t>(position(lo));
-    const auto last = hi_inclusive ? std::upper_bound(first, keys.end(), hi) : std::lower_bound(first, keys.end(), hi);
-    const auto from = first - keys.begin(), to = last - keys.begin();
-    if (from >= to) return;
-    out_keys.reserve(out_keys.size() + static_cast<std::size_t>(to - from));
-    out_values.reserve(out_values.size() + static_cast<std::size_t>(to - from));
-    if constexpr (std::is_same_v<std::decay_t<Keep>, keep_all>) {
-      out_keys.insert(out_keys.end(), first, last);
-      out_values.insert(out_values.end(), values.begin() + from, values.begin() + to);
-    } else {
-      for (auto i = from; i < to; ++i) {
-        if (keep(keys[static_cast<std::size_t>(i)])) {
-          out_keys.push_back(keys[static_cast<std::size_t>(i)]);
-          out_values.push_back(values[static_cast<std::size_t>(i)]);
-        }
-      }
+  void collect(const K& lo, const K& hi, bool hi_inclusive, Keep&& keep, std::vector<std::pair<K, V>>& out) const {
+    const auto [from, to] = span_of(lo, hi, hi_inclusive);
+    for (std::size_t i = from; i < to; ++i) {
+      if (keep(keys[i])) out.emplace_back(keys[i], values[i]);
     }
   }
 

@@ -16,7 +16,8 @@
 // answer is atomic at X, and any key between k and it would be in X, so it is right in head order too.
 //
 // Range queries (Listing 2): a range splits at every tower level whose next node starts inside it; each node replies
-// with its part, and the client reassembles the parts in key order.
+// with its part (written to the wire straight from the node's arrays when the client is on another rank), and the
+// client reassembles the parts in key order.
 #pragma once
 
 #include "shoal/containers/detail/ordered_map/service.hpp"
@@ -76,11 +77,14 @@ void service<K, V>::run_range(node_type& x, request_type& r) {
   p.hi = r.hi;
   p.hi_inclusive = r.has(flag::hi_inclusive);
   if (multi_dimensional_key<K> && !r.box.empty_box()) {
-    x.collect(r.key, r.hi, p.hi_inclusive, [&](const K& k) { return keep_in_box(r.box, k); }, p.keys, p.values);
-  } else {
-    x.collect(r.key, r.hi, p.hi_inclusive, keep_all{}, p.keys, p.values);
+    x.collect(r.key, r.hi, p.hi_inclusive, [&](const K& k) { return keep_in_box(r.box, k); }, p.items);
+    return post_reply(std::move(p));
   }
-  post_reply(std::move(p));
+  const auto [from, to] = x.span_of(r.key, r.hi, p.hi_inclusive);
+  const int client = p.client;
+  chan_.post_part(client, std::move(p),
+                  pairs_source<K, V>{std::span<const K>(x.keys).subspan(from, to - from),
+                                     std::span<const V>(x.values).subspan(from, to - from)});
 }
 
 template <class K, class V>

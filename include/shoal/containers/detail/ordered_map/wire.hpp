@@ -4,11 +4,15 @@
 // lists them. Two archives run that one list: field_writer appends each field with shoal's byte_writer, field_reader
 // reads it back with byte_reader (keys and values by shoal::serializable rules: trivially copyable fields and vectors
 // of them are plain memcpys). A field that has a `fields` list of its own is written as that list; a key_box travels
-// as its vector of dimension ranges; `bits(a, b, c)` packs bools into one byte.
+// as its vector of dimension ranges; `bits(a, b, c)` packs bools into one byte. A vector of key-value pairs (a range
+// part) travels as its length and then each pair's key and value: one resize and a copy per pair when both are plain
+// bytes (std::pair itself is not trivially copyable, so the generic vector rule would not take it).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
@@ -25,10 +29,29 @@ namespace shoal::detail::ordered_map {
 template <class T, class Ar>
 concept has_fields = requires(T& x, Ar& ar) { x.fields(ar); };
 
+template <class T>
+inline constexpr bool is_pair_vector = false;
+template <class A, class B>
+inline constexpr bool is_pair_vector<std::vector<std::pair<A, B>>> = true;
+
+template <class A, class B>
+inline constexpr bool plain_pair = trivially_serializable<A> && trivially_serializable<B>;
+
+/// Key-values still in a node's sorted arrays, written as a message's vector of pairs without being copied into one
+/// first (a range part for a client on another rank: encoded at once, while the node is unchanged).
+template <class K, class V>
+struct pairs_source {
+  std::span<const K> keys;
+  std::span<const V> values;
+};
+
 /// Writes the fields a message lists.
 class field_writer {
  public:
   explicit field_writer(std::vector<std::byte>& out) : w_(out) {}
+  /// The message's vector of pairs (reply<K, V>::items, the only one a message has) is written from `source`.
+  template <class K, class V>
+  field_writer(std::vector<std::byte>& out, const pairs_source<K, V>* source) : w_(out), source_(source) {}
 
   template <class... T>
   void operator()(const T&... xs) {
@@ -50,12 +73,46 @@ class field_writer {
       const_cast<T&>(x).fields(*this);  // fields() only reads through a writer
     } else if constexpr (std::is_same_v<T, key_box>) {
       w_.write(x.ranges());
+    } else if constexpr (is_pair_vector<T>) {
+      put_pairs(x);
     } else {
       w_.write(x);
     }
   }
 
+  template <class A, class B>
+  void put_pairs(const std::vector<std::pair<A, B>>& items) {
+    if (source_ != nullptr) {
+      const auto& s = *static_cast<const pairs_source<A, B>*>(source_);
+      return write_pairs(s.keys.size(), [&](std::size_t i) -> const A& { return s.keys[i]; },
+                         [&](std::size_t i) -> const B& { return s.values[i]; });
+    }
+    write_pairs(items.size(), [&](std::size_t i) -> const A& { return items[i].first; },
+                [&](std::size_t i) -> const B& { return items[i].second; });
+  }
+
+  /// Writes n pairs (key(i), value(i)): the count, then each key and value.
+  template <class Key, class Value>
+  void write_pairs(std::size_t n, Key&& key, Value&& value) {
+    using A = std::remove_cvref_t<decltype(key(0))>;
+    using B = std::remove_cvref_t<decltype(value(0))>;
+    w_.write(static_cast<std::uint64_t>(n));
+    if constexpr (plain_pair<A, B>) {
+      auto& out = w_.buffer();
+      const std::size_t at = out.size();
+      out.resize(at + n * (sizeof(A) + sizeof(B)));
+      std::byte* p = out.data() + at;
+      for (std::size_t i = 0; i < n; ++i, p += sizeof(A) + sizeof(B)) {
+        std::memcpy(p, &key(i), sizeof(A));
+        std::memcpy(p + sizeof(A), &value(i), sizeof(B));
+      }
+    } else {
+      for (std::size_t i = 0; i < n; ++i) put(key(i)), put(value(i));
+    }
+  }
+
   byte_writer w_;
+  const void* source_ = nullptr;  // a pairs_source<K, V> of the message's K and V
 };
 
 /// Reads the fields a message lists, in the order field_writer wrote them.
@@ -85,8 +142,36 @@ class field_reader {
     } else if constexpr (std::is_same_v<T, key_box>) {
       auto d = r_.read<std::vector<dimension_range>>();
       x = d.empty() ? key_box() : key_box(std::move(d));
+    } else if constexpr (is_pair_vector<T>) {
+      get_pairs(x);
     } else {
       x = r_.read<T>();
+    }
+  }
+
+  template <class A, class B>
+  void get_pairs(std::vector<std::pair<A, B>>& items) {
+    const auto n = static_cast<std::size_t>(r_.read<std::uint64_t>());
+    items.clear();
+    if constexpr (plain_pair<A, B>) {
+      if (n > r_.remaining() / (sizeof(A) + sizeof(B))) {
+        throw error("shoal::ordered_map: truncated message (" + std::to_string(n) + " key-values announced, " +
+                    std::to_string(r_.remaining()) + " bytes left)");
+      }
+      items.reserve(n);
+      const std::byte* p = r_.position();
+      for (std::size_t i = 0; i < n; ++i, p += sizeof(A) + sizeof(B)) {
+        auto& [a, b] = items.emplace_back();
+        std::memcpy(&a, p, sizeof(A));
+        std::memcpy(&b, p + sizeof(A), sizeof(B));
+      }
+      r_.skip(n * (sizeof(A) + sizeof(B)));
+    } else {
+      items.reserve(std::min(n, r_.remaining()));  // a malformed count does not reserve more than the bytes allow
+      for (std::size_t i = 0; i < n; ++i) {
+        auto& [a, b] = items.emplace_back();
+        get(a), get(b);
+      }
     }
   }
 
@@ -97,10 +182,11 @@ template <class K, class V>
 struct codec {
   using message_type = message<K, V>;
 
-  /// Writes `m` into `out` (cleared first: the sender reuses one buffer, no allocation once warm).
-  static void encode(const message_type& m, std::vector<std::byte>& out) {
+  /// Writes `m` into `out` (cleared first: the sender reuses one buffer, no allocation once warm); a range reply's
+  /// key-values from `items` when given (its own vector is then empty).
+  static void encode(const message_type& m, std::vector<std::byte>& out, const pairs_source<K, V>* items = nullptr) {
     out.clear();
-    field_writer w(out);
+    field_writer w(out, items);
     w(static_cast<std::uint8_t>(m.index()));
     std::visit([&](const auto& x) { w(x); }, m);
   }
