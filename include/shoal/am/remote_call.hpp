@@ -83,7 +83,8 @@ inline engine& engine_for(int rank) {
 
 /// Sends `bytes` to `rank`, where fn(tag, bytes) runs later, with the bytes as they arrived (fire and forget, like
 /// shoal::post). For containers with a wire format of their own (the ordered map): one copy into the destination's
-/// buffer, none on arrival.
+/// buffer, none on arrival. Handlers may run inside the call (while it waits for room to write), before `bytes` is
+/// copied: they must not write to or free its storage.
 inline void post_bytes(int rank, bytes_handler fn, std::uint32_t tag, std::span<const std::byte> bytes) {
   write_bytes(engine_for(rank), rank, fn, tag, bytes);
 }

@@ -144,8 +144,14 @@ class channel {
   void fence_acknowledged(const fence_ack& f) { adjust_fence(f.from, f.dest, -1); }
 
  private:
+  /// Sends out_. The transport may run handlers while it waits for room to write the message, and they may send too:
+  /// the bytes leave out_ for the call, and such a nested send encodes into a buffer of its own.
   void send_encoded(int rank) {
-    net_.send(rank, out_);
+    std::vector<std::byte> bytes = std::move(out_);
+    out_ = std::move(spare_);
+    net_.send(rank, bytes);
+    spare_ = std::move(out_);
+    out_ = std::move(bytes);
     if (++unflushed_ > batch_) flush();
   }
 
@@ -178,7 +184,8 @@ class channel {
   std::size_t batch_;
   ordered_map_stats& stats_;
   fifo<message_type> local_;
-  std::vector<std::byte> out_;  // the bytes of the message being sent (reused)
+  std::vector<std::byte> out_;    // the bytes of the message being sent (reused)
+  std::vector<std::byte> spare_;  // out_ of a send made by a handler run inside a send (reused)
   bool pumping_ = false;
   std::size_t unflushed_ = 0;
   absl::flat_hash_map<node_ref, sender_outbox> outbox_;
