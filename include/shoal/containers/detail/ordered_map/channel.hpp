@@ -82,9 +82,7 @@ class channel {
       local_.push_back(std::move(m));
       return;
     }
-    ++stats_.remote_messages;
-    codec_type::encode(m, out_);
-    send_encoded(rank);
+    send_encoded(rank, m);
   }
 
   /// A range reply whose key-values are still in a node's arrays: encoded straight from them for another rank,
@@ -96,9 +94,7 @@ class channel {
       local_.push_back(std::move(p));
       return;
     }
-    ++stats_.remote_messages;
-    codec_type::encode(message_type(std::move(p)), out_, &items);
-    send_encoded(rank);
+    send_encoded(rank, message_type(std::move(p)), &items);
   }
 
   /// Pushes buffered messages out.
@@ -144,14 +140,25 @@ class channel {
   void fence_acknowledged(const fence_ack& f) { adjust_fence(f.from, f.dest, -1); }
 
  private:
-  /// Sends out_. The transport may run handlers while it waits for room to write the message, and they may send too:
-  /// the bytes leave out_ for the call, and such a nested send encodes into a buffer of its own.
-  void send_encoded(int rank) {
-    std::vector<std::byte> bytes = std::move(out_);
-    out_ = std::move(spare_);
-    net_.send(rank, bytes);
-    spare_ = std::move(out_);
-    out_ = std::move(bytes);
+  /// Encodes a message for another rank and sends it. The transport may run handlers while it waits for room to
+  /// write the message, and they may send too: such a nested send encodes into a buffer of its own (rare), so the
+  /// bytes being sent stay intact.
+  template <class... Items>
+  void send_encoded(int rank, const message_type& m, const Items*... items) {
+    ++stats_.remote_messages;
+    if (sending_) [[unlikely]] {
+      std::vector<std::byte> bytes;
+      codec_type::encode(m, bytes, items...);
+      net_.send(rank, bytes);
+    } else {
+      codec_type::encode(m, out_, items...);
+      sending_ = true;
+      struct done {
+        bool& flag;
+        ~done() { flag = false; }
+      } guard{sending_};
+      net_.send(rank, out_);
+    }
     if (++unflushed_ > batch_) flush();
   }
 
@@ -184,8 +191,8 @@ class channel {
   std::size_t batch_;
   ordered_map_stats& stats_;
   fifo<message_type> local_;
-  std::vector<std::byte> out_;    // the bytes of the message being sent (reused)
-  std::vector<std::byte> spare_;  // out_ of a send made by a handler run inside a send (reused)
+  std::vector<std::byte> out_;  // the bytes of the message being sent (reused)
+  bool sending_ = false;         // out_ is being sent (a send from a handler run meanwhile needs its own bytes)
   bool pumping_ = false;
   std::size_t unflushed_ = 0;
   absl::flat_hash_map<node_ref, sender_outbox> outbox_;
