@@ -435,37 +435,22 @@ void run_post(rx_buffer& b) {
 /// Wire: [uint32 size][uint32 tag][size bytes]; the handler is the group's function word.
 using bytes_handler = void (*)(std::uint32_t tag, std::span<const std::byte> bytes);
 
-/// Runs a byte message and, like run_post for trivially copyable arguments, the rest of its group in the same loop.
+/// Runs one byte message (dispatch runs the rest of its group: a byte message costs its handler far more than the
+/// call through the engine).
 inline void run_bytes(rx_buffer& b) {
   constexpr std::size_t header = 2 * sizeof(std::uint32_t);
-  engine& e = *g_engine;
-  const std::uint32_t epoch = e.loop_epoch();
+  if (static_cast<std::size_t>(b.end - b.pos) < header) [[unlikely]] throw_truncated();
+  const auto size = load<std::uint32_t>(b.pos);
+  const auto tag = load<std::uint32_t>(b.pos + sizeof(std::uint32_t));
+  const std::byte* at = b.pos + header;
+  if (static_cast<std::size_t>(b.end - at) < size) [[unlikely]] throw_truncated();
+  b.pos = at + size;
   const auto fn = handler_of<bytes_handler>(b);
-  const std::byte* p = b.pos;
-  std::uint32_t left = b.left;
-  std::uint64_t counted_later = 0;  // messages run by this loop before the current one
-  for (;;) {
-    if (static_cast<std::size_t>(b.end - p) < header) [[unlikely]] throw_truncated();
-    const auto size = load<std::uint32_t>(p);
-    const auto tag = load<std::uint32_t>(p + sizeof(std::uint32_t));
-    const std::byte* at = p + header;
-    if (static_cast<std::size_t>(b.end - at) < size) [[unlikely]] throw_truncated();
-    p = at + size;
-    b.pos = p;
-    b.left = left;
-    try {
-      fn(tag, std::span<const std::byte>(at, size));
-    } catch (...) {
-      report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
-    }
-    // As in run_post: a nested loop that ran meanwhile (the handler waited, or sent and had to wait for room) took
-    // over the rest of the group.
-    if (e.loop_epoch() != epoch || left == 0) [[unlikely]] {
-      if (counted_later > 0) e.count_handled(counted_later);
-      return;
-    }
-    --left;
-    ++counted_later;
+  try {
+    fn(tag, std::span<const std::byte>(at, size));
+  } catch (...) {
+    engine& e = *g_engine;
+    report_failure(e, b.source, describe_failure(handler_name(fn), b.source, e.rank(), std::current_exception()));
   }
 }
 
