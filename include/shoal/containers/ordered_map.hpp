@@ -81,9 +81,7 @@
 //   auto box = grid.range("4.[2,8].[1,3]");
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>

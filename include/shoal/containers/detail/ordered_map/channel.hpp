@@ -143,15 +143,14 @@ class channel {
   /// Encodes a message for another rank and sends it. The transport may run handlers while it waits for room to
   /// write the message, and they may send too: such a nested send encodes into a buffer of its own (rare), so the
   /// bytes being sent stay intact.
-  template <class... Items>
-  void send_encoded(int rank, const message_type& m, const Items*... items) {
+  void send_encoded(int rank, const message_type& m, const pairs_source<K, V>* items = nullptr) {
     ++stats_.remote_messages;
     if (sending_) [[unlikely]] {
       std::vector<std::byte> bytes;
-      codec_type::encode(m, bytes, items...);
+      codec_type::encode(m, bytes, items);
       net_.send(rank, bytes);
     } else {
-      codec_type::encode(m, out_, items...);
+      codec_type::encode(m, out_, items);
       sending_ = true;
       struct done {
         bool& flag;

@@ -151,7 +151,7 @@ struct node {
   /// start (a range part is usually a small share of the node: the probes stay on the cache lines read next).
   std::pair<std::size_t, std::size_t> span_of(const K& lo, const K& hi, bool hi_inclusive) const {
     const std::size_t from = position(lo);
-    return {from, std::max(from, end_of_range(from, hi, hi_inclusive))};
+    return {from, end_of_range(from, hi, hi_inclusive)};
   }
 
   /// Local key-values in [lo, hi] (or [lo, hi) ) that `keep` keeps, appended to `out` as pairs.
