@@ -701,6 +701,94 @@ TEST(dist_map, futures_for_one_owner_travel_and_complete_as_groups) {
   m.flush();
 }
 
+// A key whose hash in the owner's table throws for one value (placement hashes its bytes, so the throw happens at the
+// owner, in the middle of a batch's part).
+struct picky_key {
+  u64 v = 0;
+  friend bool operator==(const picky_key&, const picky_key&) = default;
+  template <class H>
+  friend H AbslHashValue(H h, const picky_key& k) {
+    if (k.v == 13) throw std::runtime_error("key 13 refused");
+    return H::combine(std::move(h), k.v);
+  }
+};
+
+// Batches of plain keys with plain results travel as raw bytes (owner_table/byte_batches.hpp): parts larger than an
+// AM buffer, several batches outstanding and completed out of order, own and remote parts, empty batches, duplicate
+// keys, a part that fails at its owner (the batch fails, the map goes on), and erase batches removing what they
+// return.
+TEST(dist_map, batches_of_plain_keys_travel_as_bytes) {
+  const int me = shoal::rank();
+  const int np = shoal::size();
+  shoal::dist_map<u64, u64> m;
+  const u64 per_rank = 40'000;  // a part of ~40,000 / np keys of 8 bytes: larger than the default AM buffer
+  for (u64 k = 0; k < per_rank; ++k) m.post_insert(key_of(me, k), k * 3);
+  m.flush();
+  std::vector<u64> keys;  // every rank's keys, present and absent, and some twice
+  for (int r = 0; r < np; ++r) {
+    for (u64 k = 0; k < per_rank + 500; k += 2) keys.push_back(key_of(r, k));
+  }
+  for (u64 k = 1; k < 200; k += 7) keys.push_back(key_of((me + 1) % np, k));
+  std::vector<u64> odd;
+  for (u64 k = 1; k < per_rank; k += 2) odd.push_back(key_of((me + np - 1) % np, k));
+  auto evens = m.async_find_batch(keys);
+  auto odds = m.async_find_batch(odd);
+  auto none = m.async_find_batch(std::vector<u64>{});
+  EXPECT_TRUE(none.get().empty());
+  const auto got_odd = odds.get();  // the later batch first
+  ASSERT_EQ(got_odd.size(), odd.size());
+  for (std::size_t i = 0; i < odd.size(); ++i) {
+    EXPECT_EQ(got_odd[i], std::optional<u64>((odd[i] & 0xffffffffu) * 3)) << "odd key " << i;
+  }
+  const auto got = evens.get();
+  ASSERT_EQ(got.size(), keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const u64 k = keys[i] & 0xffffffffu;
+    EXPECT_EQ(got[i], k < per_rank ? std::optional<u64>(k * 3) : std::nullopt) << "key " << i;
+  }
+  shoal::barrier();  // every rank read before any erases
+  std::vector<u64> mine;  // this rank's keys, erased by this rank: each present once
+  for (u64 k = 0; k < per_rank + 10; k += 3) mine.push_back(key_of(me, k));
+  const auto removed = m.erase_batch(mine);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const u64 k = mine[i] & 0xffffffffu;
+    EXPECT_EQ(removed[i], k < per_rank ? std::optional<u64>(k * 3) : std::nullopt) << "erased key " << i;
+  }
+  m.flush();
+  EXPECT_EQ(m.size(), static_cast<std::size_t>(np) * (per_rank - (per_rank + 2) / 3));
+  const auto again = m.erase_batch(mine);
+  EXPECT_TRUE(std::none_of(again.begin(), again.end(), [](const auto& v) { return v.has_value(); }));
+
+  shoal::dist_map<picky_key, u64> p;
+  std::vector<picky_key> fine, with_13;
+  for (u64 k = 20; k < 600; ++k) fine.push_back({k});
+  with_13 = fine;
+  with_13.insert(with_13.begin() + 100, picky_key{13});
+  if (me == 0) {
+    for (const auto& k : fine) p.post_insert(k, k.v + 1);
+  }
+  p.flush();
+  const bool owned_here = p.owner(picky_key{13}) == me;
+  auto failing = p.async_find_batch(with_13);  // fails at 13's owner: this rank, or another
+  auto fine_after = p.async_find_batch(fine);
+  EXPECT_THROW(failing.get(), shoal::remote_error) << (owned_here ? "own part" : "remote part");
+  const auto found = fine_after.get();
+  for (std::size_t i = 0; i < fine.size(); ++i) EXPECT_EQ(found[i], std::optional<u64>(fine[i].v + 1)) << i;
+  if (me == 0) {
+    EXPECT_THROW(p.erase_batch(with_13), shoal::remote_error);
+  }
+  p.flush();
+  const std::size_t left = p.size();  // the parts without 13 erased theirs; 13's part stopped before the end
+  EXPECT_LT(left, fine.size());
+  if (me == 0) {
+    const auto rest = p.erase_batch(fine);
+    EXPECT_EQ(static_cast<std::size_t>(std::count_if(rest.begin(), rest.end(), [](const auto& v) { return v; })),
+              left);
+  }
+  p.flush();
+  EXPECT_EQ(p.size(), 0u);
+}
+
 TEST(dist_map, assign_and_update_batches_apply_in_input_order) {
   const int me = shoal::rank();
   shoal::dist_map<u64, u64> m;

@@ -89,6 +89,13 @@ inline void post_bytes(int rank, bytes_handler fn, std::uint32_t tag, std::span<
   write_bytes(engine_for(rank), rank, fn, tag, bytes);
 }
 
+/// Room for a byte message of `size` bytes to `rank` (as post_bytes): the caller writes the message's bytes at the
+/// returned address before it makes any other shoal call — so a message is written where it travels from, without a
+/// buffer of the caller's own. Handlers may run inside the call, before the room is returned.
+inline std::byte* reserve_bytes(int rank, bytes_handler fn, std::uint32_t tag, std::size_t size) {
+  return reserve_bytes(engine_for(rank), rank, fn, tag, size);
+}
+
 }  // namespace shoal::am::detail
 
 namespace shoal {

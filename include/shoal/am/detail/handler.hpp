@@ -454,16 +454,24 @@ inline void run_bytes(rx_buffer& b) {
   }
 }
 
+/// Room for a byte message of `size` bytes in the destination's buffer, its header written: the caller writes the
+/// bytes at the returned address before any other shoal call (a buffer larger than the AM buffer size gets a block
+/// of its own, so the address stays put).
+inline std::byte* reserve_bytes(engine& e, int dest, bytes_handler fn, std::uint32_t tag, std::size_t size) {
+  if (size > UINT32_MAX) [[unlikely]] {
+    throw usage_error("shoal::am: a message of " + std::to_string(size) + " bytes is above the 4 GiB limit");
+  }
+  const auto size32 = static_cast<std::uint32_t>(size);
+  std::byte* p = e.reserve(dest, group_key(word_of(&run_bytes), word_of(fn)), 2 * sizeof(std::uint32_t) + size);
+  put_raw(p, size32);
+  put_raw(p, tag);
+  return p;
+}
+
 /// Writes a byte message: one copy of `bytes`, straight into the destination's buffer.
 inline void write_bytes(engine& e, int dest, bytes_handler fn, std::uint32_t tag, std::span<const std::byte> bytes) {
-  if (bytes.size() > UINT32_MAX) [[unlikely]] {
-    throw usage_error("shoal::am: a message of " + std::to_string(bytes.size()) + " bytes is above the 4 GiB limit");
-  }
-  const auto size = static_cast<std::uint32_t>(bytes.size());
-  std::byte* p = e.reserve(dest, group_key(word_of(&run_bytes), word_of(fn)), 2 * sizeof(std::uint32_t) + size);
-  put_raw(p, size);
-  put_raw(p, tag);
-  if (size != 0) std::memcpy(p, bytes.data(), size);
+  std::byte* p = reserve_bytes(e, dest, fn, tag, bytes.size());
+  if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
 }
 
 /// The shared state of an rpc's future (R: the handler's result, void allowed); counts itself so finalize can report

@@ -133,6 +133,15 @@ class owner_container {
   future<typename Op::wire> keyed_batch(const Range& keys) {
     using result = typename Op::wire;
     const std::size_t n = std::ranges::size(keys);
+    if constexpr (requires { typename Op::single; }) {
+      using W = typename Op::single::wire;
+      if constexpr (byte_batchable<K, W>) {
+        if (n <= byte_batch_limit<K, W>) {
+          return t_.template call_keyed_bytes<typename Op::single>(
+              n, [&](std::size_t i) -> decltype(auto) { return keys[i]; });
+        }
+      }
+    }
     batch_cut cut = t_.split_by_owner(n, [&](std::size_t i) -> decltype(auto) { return keys[i]; });
     return t_.template call_batch<Op, result, scatter_back>(
         result(n), std::move(cut),

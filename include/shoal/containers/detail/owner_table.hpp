@@ -16,14 +16,16 @@
 // owners without a division, for cyclic placement), shard.hpp (the owner's local table and its entry count),
 // replies.hpp (receivers that turn replies into futures), groups.hpp (single operations to one owner that travel
 // and complete together), batches.hpp (cutting a batch by owner, merging the replies,
-// the prefetched loop at the owner), completion.hpp (the bookkeeping of wait and fences). The public operations both
+// the prefetched loop at the owner), byte_batches.hpp (keyed batches of plain bytes), completion.hpp (the bookkeeping of wait and fences). The public operations both
 // containers share are in owner_container.hpp.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -32,6 +34,7 @@
 
 #include "shoal/am.hpp"
 #include "shoal/containers/detail/owner_table/batches.hpp"
+#include "shoal/containers/detail/owner_table/byte_batches.hpp"
 #include "shoal/containers/detail/owner_table/completion.hpp"
 #include "shoal/containers/detail/owner_table/groups.hpp"
 #include "shoal/containers/detail/owner_table/placement.hpp"
@@ -288,6 +291,62 @@ class owner_table {
     return future<R>(layer::state_ptr<layer::future_state<R>>(std::move(state)));
   }
 
+  /// A keyed batch of Single (a key in, a result out: find, erase) over inputs 0..n-1 (key_at(i): input i's key),
+  /// keys and results travelling as their bytes (byte_batches.hpp; byte_batchable<K, Single::wire>, n within
+  /// byte_batch_limit). The results come back in input order. Single::apply must not send: it runs while the
+  /// owner's reply is being written in place.
+  template <class Single, class KeyAt>
+  future<std::vector<typename Single::wire>> call_keyed_bytes(std::size_t n, KeyAt&& key_at) {
+    using W = typename Single::wire;
+    const std::vector<int>& servers = placement_.owners();
+    // The cut's working arrays are this table's, taken for the call (a batch issued from a handler that runs inside
+    // this one finds none and makes its own).
+    keyed_cut<K> cut = cut_keys<K>(n, team().size(), servers.size() == 1 ? servers[0] : -1, key_at,
+                                   [&](std::size_t m, auto&& at, std::uint32_t* out) { placement_.owners_of(m, at, out); },
+                                   std::move(cut_buffers_));
+    layer::state_ptr<keyed_bytes_receiver<W>> state = layer::make_state<keyed_bytes_receiver<W>>();
+    state->result.resize(n);
+    state->remaining = cut.owners.size();
+    state->order = std::move(cut.order);  // before the first send: replies may run inside it
+    state->start = std::move(cut.start);
+    if (cut.owners.empty()) state->finish();
+    std::optional<std::uint32_t> own_part;
+    for (std::uint32_t part = 0; part < cut.owners.size(); ++part) {
+      const int owner = cut.owners[part];
+      if (owner == me_) {
+        own_part = part;
+        continue;
+      }
+      before_issue();
+      send_unsent(owner);
+      const byte_batch_header h{add_pending(state.get(), state, part), static_cast<std::uint32_t>(state->size(part))};
+      ledger_.touch(owner);
+      std::byte* p = am::detail::reserve_bytes(to_world(owner), &on_keyed_bytes<Single>, id_,
+                                               byte_batch_header::bytes + h.word * sizeof(K));
+      h.write(p);
+      std::memcpy(static_cast<void*>(p + byte_batch_header::bytes), cut.buffers.keys.data() + state->start[part],
+                  h.word * sizeof(K));
+    }
+    if (own_part) {
+      const std::uint32_t part = *own_part;
+      if (cut.owners.size() > 1) shoal::am::flush();  // the other parts are on their way meanwhile
+      before_issue();
+      settle_own();  // this rank's earlier grouped operations first
+      const K* keys = cut.buffers.keys.data() + state->start[part];
+      const std::uint32_t* at = state->order.data() + state->start[part];
+      W* out = state->result.data();
+      try {
+        for_each_prefetched(shard(), state->size(part), [&](std::size_t i) -> const K& { return keys[i]; },
+                            [&](std::size_t i) { out[at[i]] = Single::apply(*this, me_, keys[i]); });
+        state->part_done();
+      } catch (const std::exception& e) {
+        state->part_failed(std::make_exception_ptr(remote_error(failure_text(e))));
+      }
+    }
+    cut_buffers_ = std::move(cut.buffers);
+    return future<std::vector<W>>(layer::state_ptr<layer::future_state<std::vector<W>>>(std::move(state)));
+  }
+
   // ---- completion (CSE_Hash) -----------------------------------------------------------------------------------
 
   /// Completes every operation this rank issued (HASH_Wait). Not collective. Throws container_full if
@@ -489,6 +548,56 @@ class owner_table {
     }
   };
 
+  /// A byte batch's part (byte_batches.hpp): runs Single for each key where it arrived and writes each result
+  /// straight into the reply.
+  template <class Single>
+  static void on_keyed_bytes(std::uint32_t id, std::span<const std::byte> bytes) {
+    using W = typename Single::wire;
+    auto& self = lookup(id);
+    const int origin = self.origin();
+    byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
+    const std::size_t n = h.word;
+    if (bytes.size() != byte_batch_header::bytes + n * sizeof(K)) {
+      throw error("shoal::dist_map: malformed batch request (corrupt stream)");
+    }
+    const std::byte* keys = bytes.data() + byte_batch_header::bytes;
+    std::byte* reply = am::detail::reserve_bytes(self.to_world(origin), &on_keyed_reply<W>, id,
+                                                 byte_batch_header::bytes + n * sizeof(W));
+    std::byte* out = reply + byte_batch_header::bytes;
+    std::string what;
+    h.word = 0;
+    try {
+      for_each_prefetched(self.shard(), n, [&](std::size_t i) { return load_record<K>(keys, i); },
+                          [&](std::size_t i) {
+                            const W w = Single::apply(self, origin, load_record<K>(keys, i));
+                            std::memcpy(out + i * sizeof(W), static_cast<const void*>(&w), sizeof(W));
+                          });
+    } catch (const std::exception& e) {
+      what = self.failure_text(e);
+      h.word = 1;
+      std::memset(out, 0, n * sizeof(W));  // no stale bytes travel
+    }
+    h.write(reply);
+    if (h.word != 0) shoal::post(self.to_world(origin), &on_reply_error, id, h.slot, std::move(what));
+  }
+
+  /// The reply to a byte batch's part: its results, to their input positions (a failed part: the error message that
+  /// follows completes it).
+  template <class W>
+  static void on_keyed_reply(std::uint32_t id, std::span<const std::byte> bytes) {
+    auto& self = lookup(id);
+    const byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
+    if (h.word != 0) return;
+    const pending& p = self.pending_[h.slot];
+    auto& target = *static_cast<keyed_bytes_receiver<W>*>(p.target);
+    if (bytes.size() != byte_batch_header::bytes + target.size(p.part) * sizeof(W)) {
+      throw error("shoal::dist_map: malformed batch reply (corrupt stream)");
+    }
+    pending taken = self.take_pending(h.slot);
+    static_cast<keyed_bytes_receiver<W>*>(taken.target)->arrive_bytes(bytes.data() + byte_batch_header::bytes,
+                                                                        taken.part);
+  }
+
   static void on_reply_error(std::uint32_t id, std::uint32_t slot, std::string what) {
     pending p = lookup(id).take_pending(slot);
     p.target->fail(std::make_exception_ptr(remote_error(what)), p.part);
@@ -586,6 +695,7 @@ class owner_table {
   // not sent yet (at most one per owner: a group of another type leaves before one is added).
   std::vector<std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>>> open_groups_;
   std::vector<unsent_group*> unsent_;
+  cut_buffers<K> cut_buffers_;  // the working arrays of byte batches' cuts, kept between batches
   // This rank's own operations run at once (not grouped) while their futures are waited for one at a time.
   static constexpr std::uint32_t own_stream_futures = 4;
   bool own_at_once_ = false;

@@ -46,30 +46,34 @@ std::vector<T> gather(const Range& range, const std::vector<std::size_t>& positi
 /// Keys a batch's loop at the owner prefetches ahead: about as many table lookups as the core overlaps.
 inline constexpr std::size_t batch_prefetch_distance = 8;
 
-/// Runs f(i) for i = 0..n-1 at the owner, with key keys[i + batch_prefetch_distance] prefetched in `table` before
+/// Runs f(i) for i = 0..n-1 at the owner, with key key_at(i + batch_prefetch_distance) prefetched in `table` before
 /// f(i) when the local table offers prefetch (shoal::local::flat does): a part's lookups overlap their cache misses
 /// instead of taking them one after another.
-template <class Table, class K, class F>
-void for_each_prefetched(const Table& table, const std::vector<K>& keys, F&& f) {
-  const std::size_t n = keys.size();
+template <class Table, class KeyAt, class F>
+void for_each_prefetched(const Table& table, std::size_t n, KeyAt&& key_at, F&& f) {
   if (n == 1) {  // nothing to overlap (a group of one single operation)
     f(0);
     return;
   }
-  if constexpr (requires { table.prefetch(keys[0]); }) {
-    for (std::size_t i = 0; i < std::min(n, batch_prefetch_distance); ++i) table.prefetch(keys[i]);
+  if constexpr (requires { table.prefetch(key_at(0)); }) {
+    for (std::size_t i = 0; i < std::min(n, batch_prefetch_distance); ++i) table.prefetch(key_at(i));
     for (std::size_t i = 0; i < n; ++i) {
-      if (i + batch_prefetch_distance < n) table.prefetch(keys[i + batch_prefetch_distance]);
+      if (i + batch_prefetch_distance < n) table.prefetch(key_at(i + batch_prefetch_distance));
       f(i);
     }
   } else {
     for (std::size_t i = 0; i < n; ++i) f(i);
   }
 }
+template <class Table, class K, class F>
+void for_each_prefetched(const Table& table, const std::vector<K>& keys, F&& f) {
+  for_each_prefetched(table, keys.size(), [&](std::size_t i) -> const K& { return keys[i]; }, std::forward<F>(f));
+}
 
 /// A batch of one single-key operation: runs Single at the owner for every key it received, results in order.
 template <class Single>
 struct per_key_batch_op {
+  using single = Single;
   using wire = std::vector<typename Single::wire>;
   template <class Engine, class K>
   static wire apply(Engine& t, int, std::vector<K> keys) {

@@ -2,6 +2,7 @@
 // rank owns a shard) or service (the server ranks of dist_map_options::servers own the data, the others are clients).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -48,6 +49,27 @@ class owner_placement {
       }
     }
     return hashed_owner(key, n);
+  }
+  /// owner_of(key_at(i)) into out[i] for i in 0..n-1, the layout chosen once for the run (a batch's cut).
+  template <class KeyAt>
+  void owners_of(std::size_t n, KeyAt&& key_at, std::uint32_t* out) const {
+    const std::size_t m = owners_.size();
+    const int* owners = owners_.data();
+    if (m == 1) {
+      std::fill_n(out, n, static_cast<std::uint32_t>(owners[0]));
+      return;
+    }
+    if constexpr (std::is_integral_v<K>) {
+      if (placement_ == key_placement::cyclic) {
+        const fixed_divisor count = owner_count_;
+        for (std::size_t i = 0; i < n; ++i) {
+          const auto key = static_cast<std::make_unsigned_t<K>>(static_cast<K>(key_at(i)));
+          out[i] = static_cast<std::uint32_t>(owners[count.remainder(key)]);
+        }
+        return;
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint32_t>(hashed_owner(static_cast<K>(key_at(i)), m));
   }
   const std::vector<int>& owners() const { return owners_; }
   /// True when this rank stores data (every rank co-located; the servers in the service layout).

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -85,24 +86,52 @@ class future_chunk final : public layer::counted, public receiver<Wire> {
   std::uint32_t used_ = 0;
 };
 
-/// One reply per owner of a batch; Merge(result, wire, positions of that owner's part) combines them.
-template <class Wire, class R, class Merge>
-struct batch_receiver final : receiver<Wire>, layer::future_state<R> {
+/// The result of a batch that waits for one reply per part (owner): the first failure wins, the future completes
+/// when the last part arrived or failed.
+template <class R>
+struct batch_state : layer::future_state<R> {
   R result;
-  std::vector<std::vector<std::size_t>> positions;  // per part
   std::size_t remaining = 0;
-  void arrive(Wire&& w, std::uint32_t part) override {
-    Merge{}(result, std::move(w), positions[part]);
+  void part_done() {
     if (--remaining == 0) finish();
   }
-  void fail(std::exception_ptr e, std::uint32_t) override {
+  void part_failed(std::exception_ptr e) {
     if (!this->error) this->error = std::move(e);
-    if (--remaining == 0) finish();
+    part_done();
   }
   void finish() {
     if (this->error) this->set_error(this->error);
     else this->set_value(std::move(result));
   }
+};
+
+/// One reply per owner of a batch; Merge(result, wire, positions of that owner's part) combines them.
+template <class Wire, class R, class Merge>
+struct batch_receiver final : receiver<Wire>, batch_state<R> {
+  std::vector<std::vector<std::size_t>> positions;  // per part
+  void arrive(Wire&& w, std::uint32_t part) override {
+    Merge{}(this->result, std::move(w), positions[part]);
+    this->part_done();
+  }
+  void fail(std::exception_ptr e, std::uint32_t) override { this->part_failed(std::move(e)); }
+};
+
+/// A keyed batch whose results travel as raw bytes (byte_batches.hpp): each owner's reply holds the results of its
+/// part in the cut's order, written straight back to their input positions.
+template <class W>
+struct keyed_bytes_receiver final : receiver_base, batch_state<std::vector<W>> {
+  std::vector<std::uint32_t> order;  // the cut's input positions, grouped by part
+  std::vector<std::uint32_t> start;  // per part, its first index in order (and one past the last part)
+  std::size_t size(std::uint32_t part) const { return start[part + 1] - start[part]; }
+  /// Part `part`'s results, as sizeof(W)-byte records from `bytes` on (any alignment).
+  void arrive_bytes(const std::byte* bytes, std::uint32_t part) {
+    const std::uint32_t* at = order.data() + start[part];
+    const std::size_t n = size(part);
+    W* out = this->result.data();
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<void*>(out + at[i]), bytes + i * sizeof(W), sizeof(W));
+    this->part_done();
+  }
+  void fail(std::exception_ptr e, std::uint32_t) override { this->part_failed(std::move(e)); }
 };
 
 /// Convert for wire results that are already the future's value.

@@ -1,0 +1,125 @@
+// shoal/containers/detail/owner_table/byte_batches.hpp — keyed batches whose keys and results are plain bytes.
+//
+// A find or erase batch over trivially copyable keys, with trivially copyable results, moves the way a hand-written
+// all-to-all does: the keys are cut by owner in one counting sort (the input positions in one array, each owner's
+// keys contiguous beside them); each other owner's part travels as one AM byte message copied straight from that
+// array; the owner reads the keys where they arrived and writes each result straight into its reply; the origin
+// copies the results from the reply to their input positions. No vector per part, no encoding or decoding.
+// Wire (byte messages, am::detail::reserve_bytes): request [u32 slot][u32 count][count keys]; reply
+// [u32 slot][u32 status][count results], status 1 when the part failed at the owner (its error follows in a message
+// of its own, which completes the batch). Keys and results are read and written with memcpy: a message starts at
+// any alignment in the AM buffer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "shoal/core/error.hpp"
+
+namespace shoal::detail {
+
+/// Keys K and results W that may travel as their bytes (every rank runs the same program).
+template <class K, class W>
+inline constexpr bool byte_batchable = std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<W> &&
+                                       std::is_default_constructible_v<K> && std::is_default_constructible_v<W>;
+
+/// The most inputs a byte batch takes: positions are 32-bit and a part's message stays below the AM's 4 GiB.
+template <class K, class W>
+inline constexpr std::size_t byte_batch_limit =
+    (std::numeric_limits<std::uint32_t>::max() - 64) / (sizeof(K) > sizeof(W) ? sizeof(K) : sizeof(W));
+
+/// The working arrays of a cut, kept by the container between batches (arrays of the batch's size, written afresh
+/// each time: reusing them spares a batch the page faults of new memory).
+template <class K>
+struct cut_buffers {
+  std::vector<std::uint32_t> owner;  // per input, its owner
+  std::vector<K> keys;               // the inputs' keys, grouped by part
+};
+
+/// A batch cut by owner in one counting sort: parts in ascending owner order; part p's inputs are
+/// order[start[p] .. start[p + 1]) (input positions, ascending) and its keys buffers.keys[start[p] .. start[p + 1]).
+template <class K>
+struct keyed_cut {
+  std::vector<int> owners;
+  std::vector<std::uint32_t> start{0};
+  std::vector<std::uint32_t> order;
+  cut_buffers<K> buffers;
+};
+
+/// Cuts inputs 0..n-1 (key_at(i): input i's key, converted to K) among `ranks` owners, in `buffers` (taken over and
+/// returned in the cut); owners_of(n, key_at, out) writes each input's owner (owner_placement::owners_of), or is not
+/// called when `single_owner` >= 0 names the only one.
+template <class K, class KeyAt, class OwnersOf>
+keyed_cut<K> cut_keys(std::size_t n, int ranks, int single_owner, KeyAt&& key_at, OwnersOf&& owners_of,
+                      cut_buffers<K> buffers) {
+  keyed_cut<K> cut;
+  cut.buffers = std::move(buffers);
+  if (n == 0) return cut;
+  cut.order.resize(n);
+  std::vector<K>& keys = cut.buffers.keys;
+  keys.resize(n);
+  if (single_owner >= 0) {
+    cut.owners.push_back(single_owner);
+    cut.start.push_back(static_cast<std::uint32_t>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      cut.order[i] = static_cast<std::uint32_t>(i);
+      keys[i] = static_cast<K>(key_at(i));
+    }
+    return cut;
+  }
+  std::vector<std::uint32_t>& owner = cut.buffers.owner;
+  owner.resize(n);
+  owners_of(n, key_at, owner.data());
+  std::vector<std::uint32_t> next(static_cast<std::size_t>(ranks), 0);
+  for (std::size_t i = 0; i < n; ++i) ++next[owner[i]];
+  std::uint32_t at = 0;
+  for (std::size_t r = 0; r < next.size(); ++r) {
+    const std::uint32_t count = next[r];
+    next[r] = at;
+    if (count != 0) {
+      at += count;
+      cut.owners.push_back(static_cast<int>(r));
+      cut.start.push_back(at);
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t j = next[owner[i]]++;
+    cut.order[j] = static_cast<std::uint32_t>(i);
+    keys[j] = static_cast<K>(key_at(i));
+  }
+  return cut;
+}
+
+/// The two words that open a byte batch's request (slot, count) and reply (slot, status).
+struct byte_batch_header {
+  static constexpr std::size_t bytes = 2 * sizeof(std::uint32_t);
+  std::uint32_t slot = 0;
+  std::uint32_t word = 0;
+
+  static byte_batch_header read(const std::byte* p, std::size_t size) {
+    if (size < bytes) throw error("shoal::dist_map: malformed batch message (corrupt stream)");
+    byte_batch_header h;
+    std::memcpy(&h.slot, p, sizeof h.slot);
+    std::memcpy(&h.word, p + sizeof h.slot, sizeof h.word);
+    return h;
+  }
+  void write(std::byte* p) const {
+    std::memcpy(p, &slot, sizeof slot);
+    std::memcpy(p + sizeof slot, &word, sizeof word);
+  }
+};
+
+/// Record i of a run of Ts at `p` (any alignment).
+template <class T>
+T load_record(const std::byte* p, std::size_t i) {
+  T v;
+  std::memcpy(static_cast<void*>(&v), p + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+}  // namespace shoal::detail
