@@ -774,6 +774,7 @@ TEST(dist_map, batches_of_plain_keys_travel_as_bytes) {
   EXPECT_THROW(failing.get(), shoal::remote_error) << (owned_here ? "own part" : "remote part");
   const auto found = fine_after.get();
   for (std::size_t i = 0; i < fine.size(); ++i) EXPECT_EQ(found[i], std::optional<u64>(fine[i].v + 1)) << i;
+  shoal::barrier();  // every rank found before rank 0 erases
   if (me == 0) {
     EXPECT_THROW(p.erase_batch(with_13), shoal::remote_error);
   }
