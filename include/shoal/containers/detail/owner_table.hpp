@@ -2,10 +2,11 @@
 //
 // One owner_table per container instance and rank. It ships operations to the owner of their key as active messages
 // and routes the owners' replies to futures, and implements CSE_Hash's completion vocabulary:
-//   wait()   completes every operation this rank issued (HASH_Wait): one fence message to every owner this rank
-//            addressed since the last wait; per-pair FIFO order means the fence's reply comes after the replies of
-//            every earlier operation, and it carries the number of fire-and-forget inserts the owner had to reject
-//            (full) and the first error a fire-and-forget operation raised there.
+//   wait()   completes every operation this rank issued (HASH_Wait): operations with a result are complete when
+//            their replies have come (it waits for every reply still out); fire-and-forget ones by one fence message
+//            to every owner this rank posted to since the last wait — per-pair FIFO order means the fence's reply
+//            comes after every earlier operation ran there, and it carries the number of fire-and-forget inserts the
+//            owner had to reject (full) and the first error a fire-and-forget operation raised there.
 //   flush()  collective (HASH_Flush): wait() on every rank, then a barrier.
 //   blocking factor L: after L requests (one per single operation, one per owner of a batch) the next one first
 //            waits, bounding what an origin has outstanding.
@@ -176,7 +177,6 @@ class owner_table {
             return;
           }
           const std::uint32_t slot = add_pending(&chunk, layer::state_ptr<layer::counted>(&chunk), first);
-          ledger_.touch(owner);
           if (std::get<0>(std::tie(column...)).size() == 1) {
             shoal::post(to_world(owner), on_call<op, typename Columns::value_type...>{}, id_, slot, column[0]...);
           } else {
@@ -267,7 +267,6 @@ class owner_table {
       before_issue();
       send_unsent(owner);
       const std::uint32_t slot = add_pending(state.get(), state, static_cast<std::uint32_t>(part));
-      ledger_.touch(owner);
       std::apply(
           [&](auto&&... a) {
             shoal::post(to_world(owner), on_call<Op, std::decay_t<decltype(a)>...>{}, id_, slot, std::move(a)...);
@@ -320,7 +319,6 @@ class owner_table {
       before_issue();
       send_unsent(owner);
       const byte_batch_header h{add_pending(state.get(), state, part), static_cast<std::uint32_t>(state->size(part))};
-      ledger_.touch(owner);
       std::byte* p = am::detail::reserve_bytes(to_world(owner), &on_keyed_bytes<Single>, id_,
                                                byte_batch_header::bytes + h.word * sizeof(K));
       h.write(p);
@@ -354,7 +352,7 @@ class owner_table {
   void wait() {
     for (std::size_t owner = 0; owner < unsent_.size(); ++owner) send_unsent(static_cast<int>(owner));
     ledger_.send_fences([&](int o) { shoal::post(to_world(o), &on_fence, id_); });
-    while (ledger_.fences_out()) shoal::progress();
+    while (ledger_.fences_out() || replies_out()) shoal::progress();
     ledger_.report(name_, shard_.capacity());
   }
 
@@ -446,7 +444,6 @@ class owner_table {
       if (result) c.arrive(std::move(*result), index);
     } else {
       const std::uint32_t slot = add_pending(&c, open, index);
-      ledger_.touch(owner);
       shoal::post(to_world(owner), on_call<Op, std::decay_t<Args>...>{}, id_, slot, std::forward<Args>(args)...);
     }
     return f;
@@ -501,6 +498,9 @@ class owner_table {
     pending_[slot] = {target, std::move(keep), part};
     return slot;
   }
+
+  /// True while a request of this rank waits for its reply.
+  bool replies_out() const { return pending_.size() != free_slots_.size(); }
 
   pending take_pending(std::uint32_t slot) {
     pending p = std::move(pending_[slot]);

@@ -1,8 +1,9 @@
 // shoal/containers/detail/owner_table/completion.hpp — the bookkeeping of CSE_Hash's completion (HASH_Wait) for
 // one owner_table on one rank.
 //
-// As an origin: the owners addressed since the last wait (each gets one fence then; per-pair FIFO order means the
-// fence's reply comes after the replies of every earlier operation), the fences still out, the requests issued
+// As an origin: the owners sent fire-and-forget operations since the last wait (each gets one fence then; per-pair
+// FIFO order means the fence's reply comes after every earlier operation ran there; operations with a result need
+// none, their replies complete them), the fences still out, the requests issued
 // against the blocking factor L, and what fire-and-forget operations reported — inserts rejected for lack of room
 // and the first error. As an owner: per origin, the fire-and-forget inserts it rejected and the first error they
 // raised since that origin's last fence, which the fence's reply carries back. No messages here: the engine sends.
@@ -36,7 +37,7 @@ class completion_ledger {
   bool must_wait() const { return blocking_factor_ != 0 && issued_ >= blocking_factor_; }
   void issued() { ++issued_; }
 
-  /// `owner` got a request that only a fence can confirm.
+  /// `owner` got a fire-and-forget request, which only a fence can confirm.
   void touch(int owner) {
     auto& t = touched_[static_cast<std::size_t>(owner)];
     if (!t) {
