@@ -256,37 +256,25 @@ class owner_table {
     state->positions = std::move(cut.positions);
     state->remaining = cut.owners.size();
     if (cut.owners.empty()) state->finish();
-    std::optional<std::size_t> own_part;
-    for (std::size_t part = 0; part < cut.owners.size(); ++part) {
-      const int owner = cut.owners[part];
-      if (owner == me_) {
-        own_part = part;
-        continue;
-      }
-      auto args = make_args(part, state->positions[part]);
-      before_issue();
-      send_unsent(owner);
-      const std::uint32_t slot = add_pending(state.get(), state, static_cast<std::uint32_t>(part));
-      std::apply(
-          [&](auto&&... a) {
-            shoal::post(to_world(owner), on_call<Op, std::decay_t<decltype(a)>...>{}, id_, slot, std::move(a)...);
-          },
-          args);
-    }
-    if (own_part) {
-      const std::size_t part = *own_part;
-      if (cut.owners.size() > 1) shoal::am::flush();  // the other parts are on their way meanwhile
-      auto args = make_args(part, state->positions[part]);
-      before_issue();
-      settle_own();  // this rank's earlier grouped operations first
-      std::optional<wire> result;
-      try {
-        result.emplace(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args));
-      } catch (const std::exception& e) {
-        state->fail(std::make_exception_ptr(remote_error(failure_text(e))), static_cast<std::uint32_t>(part));
-      }
-      if (result) state->arrive(std::move(*result), static_cast<std::uint32_t>(part));
-    }
+    issue_parts(
+        cut.owners, state,
+        [&](std::uint32_t part, int owner, std::uint32_t slot) {
+          std::apply(
+              [&](auto&&... a) {
+                shoal::post(to_world(owner), on_call<Op, std::decay_t<decltype(a)>...>{}, id_, slot, std::move(a)...);
+              },
+              make_args(part, state->positions[part]));
+        },
+        [&](std::uint32_t part) {
+          auto args = make_args(part, state->positions[part]);
+          std::optional<wire> result;
+          try {
+            result.emplace(std::apply([&](auto&&... a) { return Op::apply(*this, me_, std::move(a)...); }, args));
+          } catch (const std::exception& e) {
+            state->fail(std::make_exception_ptr(remote_error(failure_text(e))), part);
+          }
+          if (result) state->arrive(std::move(*result), part);
+        });
     return future<R>(layer::state_ptr<layer::future_state<R>>(std::move(state)));
   }
 
@@ -309,38 +297,28 @@ class owner_table {
     state->order = std::move(cut.order);  // before the first send: replies may run inside it
     state->start = std::move(cut.start);
     if (cut.owners.empty()) state->finish();
-    std::optional<std::uint32_t> own_part;
-    for (std::uint32_t part = 0; part < cut.owners.size(); ++part) {
-      const int owner = cut.owners[part];
-      if (owner == me_) {
-        own_part = part;
-        continue;
-      }
-      before_issue();
-      send_unsent(owner);
-      const byte_batch_header h{add_pending(state.get(), state, part), static_cast<std::uint32_t>(state->size(part))};
-      std::byte* p = am::detail::reserve_bytes(to_world(owner), &on_keyed_bytes<Single>, id_,
-                                               byte_batch_header::bytes + h.word * sizeof(K));
-      h.write(p);
-      std::memcpy(static_cast<void*>(p + byte_batch_header::bytes), cut.buffers.keys.data() + state->start[part],
-                  h.word * sizeof(K));
-    }
-    if (own_part) {
-      const std::uint32_t part = *own_part;
-      if (cut.owners.size() > 1) shoal::am::flush();  // the other parts are on their way meanwhile
-      before_issue();
-      settle_own();  // this rank's earlier grouped operations first
-      const K* keys = cut.buffers.keys.data() + state->start[part];
-      const std::uint32_t* at = state->order.data() + state->start[part];
-      W* out = state->result.data();
-      try {
-        for_each_prefetched(shard(), state->size(part), [&](std::size_t i) -> const K& { return keys[i]; },
-                            [&](std::size_t i) { out[at[i]] = Single::apply(*this, me_, keys[i]); });
-        state->part_done();
-      } catch (const std::exception& e) {
-        state->part_failed(std::make_exception_ptr(remote_error(failure_text(e))));
-      }
-    }
+    issue_parts(
+        cut.owners, state,
+        [&](std::uint32_t part, int owner, std::uint32_t slot) {
+          const byte_batch_header h{slot, static_cast<std::uint32_t>(state->size(part))};
+          std::byte* p = am::detail::reserve_bytes(to_world(owner), &on_keyed_bytes<Single>, id_,
+                                                   byte_batch_header::bytes + h.word * sizeof(K));
+          h.write(p);
+          std::memcpy(static_cast<void*>(p + byte_batch_header::bytes), cut.buffers.keys.data() + state->start[part],
+                      h.word * sizeof(K));
+        },
+        [&](std::uint32_t part) {
+          const K* keys = cut.buffers.keys.data() + state->start[part];
+          const std::uint32_t* at = state->order.data() + state->start[part];
+          W* out = state->result.data();
+          try {
+            for_each_prefetched(shard(), state->size(part), [&](std::size_t i) -> const K& { return keys[i]; },
+                                [&](std::size_t i) { out[at[i]] = Single::apply(*this, me_, keys[i]); });
+            state->part_done();
+          } catch (const std::exception& e) {
+            state->part_failed(std::make_exception_ptr(remote_error(failure_text(e))));
+          }
+        });
     cut_buffers_ = std::move(cut.buffers);
     return future<std::vector<W>>(layer::state_ptr<layer::future_state<std::vector<W>>>(std::move(state)));
   }
@@ -447,6 +425,29 @@ class owner_table {
       shoal::post(to_world(owner), on_call<Op, std::decay_t<Args>...>{}, id_, slot, std::forward<Args>(args)...);
     }
     return f;
+  }
+
+  /// Issues a batch's parts (owners: one per part): every other owner's part through send(part, owner, slot) — its
+  /// reply completes `state`'s part — then, after those have left, this rank's own part through run_own(part).
+  template <class State, class Send, class RunOwn>
+  void issue_parts(const std::vector<int>& owners, const layer::state_ptr<State>& state, Send&& send,
+                   RunOwn&& run_own) {
+    std::optional<std::uint32_t> own_part;
+    for (std::uint32_t part = 0; part < owners.size(); ++part) {
+      const int owner = owners[part];
+      if (owner == me_) {
+        own_part = part;
+        continue;
+      }
+      before_issue();
+      send_unsent(owner);
+      send(part, owner, add_pending(state.get(), state, part));
+    }
+    if (!own_part) return;
+    if (owners.size() > 1) shoal::am::flush();  // the other parts are on their way meanwhile
+    before_issue();
+    settle_own();  // this rank's earlier grouped operations first
+    run_own(*own_part);
   }
 
   /// The open group of single operations for `owner` whose chunk type has `tag` (groups.hpp).
