@@ -577,6 +577,11 @@ class owner_table {
       what = self.failure_text(e);
       h.word = 1;
       std::memset(out, 0, n * sizeof(W));  // no stale bytes travel
+    } catch (...) {  // not a std::exception: the AM layer reports it to the origin; the reply stays well formed
+      h.word = 1;
+      std::memset(out, 0, n * sizeof(W));
+      h.write(reply);
+      throw;
     }
     h.write(reply);
     if (h.word != 0) shoal::post(self.to_world(origin), &on_reply_error, id, h.slot, std::move(what));
@@ -589,6 +594,7 @@ class owner_table {
     auto& self = lookup(id);
     const byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
     if (h.word != 0) return;
+    if (h.slot >= self.pending_.size()) throw error("shoal::dist_map: malformed batch reply (corrupt stream)");
     const pending& p = self.pending_[h.slot];
     auto& target = *static_cast<keyed_bytes_receiver<W>*>(p.target);
     if (bytes.size() != byte_batch_header::bytes + target.size(p.part) * sizeof(W)) {
