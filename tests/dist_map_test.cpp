@@ -734,6 +734,12 @@ TEST(dist_map, batches_of_plain_keys_travel_as_bytes) {
   auto evens = m.async_find_batch(keys);
   auto odds = m.async_find_batch(odd);
   auto none = m.async_find_batch(std::vector<u64>{});
+  auto single = m.async_find(key_of((me + 1) % np, 2));  // a grouped future
+  m.wait();  // completes operations with a result by their replies (no fence for them)
+  EXPECT_TRUE(evens.ready());
+  EXPECT_TRUE(odds.ready());
+  EXPECT_TRUE(single.ready());
+  EXPECT_EQ(single.get(), std::optional<u64>(6));
   EXPECT_TRUE(none.get().empty());
   const auto got_odd = odds.get();  // the later batch first
   ASSERT_EQ(got_odd.size(), odd.size());
