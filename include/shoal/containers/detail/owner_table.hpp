@@ -16,9 +16,9 @@
 // Its parts, one job each (owner_table/): placement.hpp (which rank owns a key; the layout), remainder.hpp (key mod
 // owners without a division, for cyclic placement), shard.hpp (the owner's local table and its entry count),
 // replies.hpp (receivers that turn replies into futures), groups.hpp (single operations to one owner that travel
-// and complete together), batches.hpp (cutting a batch by owner, merging the replies,
-// the prefetched loop at the owner), byte_batches.hpp (keyed batches of plain bytes), completion.hpp (the bookkeeping of wait and fences). The public operations both
-// containers share are in owner_container.hpp.
+// and complete together), batches.hpp (cutting a batch by owner, merging the replies, the prefetched loop at the
+// owner), byte_batches.hpp (find and erase batches of plain bytes), completion.hpp (the bookkeeping of wait and
+// fences). The public operations both containers share are in owner_container.hpp.
 #pragma once
 
 #include <cstddef>
@@ -288,8 +288,8 @@ class owner_table {
     const std::vector<int>& servers = placement_.owners();
     // The cut's working arrays are this table's, taken for the call (a batch issued from a handler that runs inside
     // this one finds none and makes its own).
-    keyed_cut<K> cut = cut_keys<K>(n, team().size(), servers.size() == 1 ? servers[0] : -1, key_at,
-                                   [&](std::size_t m, auto&& at, std::uint32_t* out) { placement_.owners_of(m, at, out); },
+    const auto owners_of = [&](std::size_t m, auto&& at, std::uint32_t* out) { placement_.owners_of(m, at, out); };
+    keyed_cut<K> cut = cut_keys<K>(n, team().size(), servers.size() == 1 ? servers[0] : -1, key_at, owners_of,
                                    std::move(cut_buffers_));
     layer::state_ptr<keyed_bytes_receiver<W>> state = layer::make_state<keyed_bytes_receiver<W>>();
     state->result.resize(n);
