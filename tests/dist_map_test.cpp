@@ -1,6 +1,12 @@
 // dist_map and dist_multimap: random operations against std::unordered_(multi)map oracles, capacity limits with
 // exact partial counts, the service layout, growth under concurrent load, non-trivial key and value types,
 // CSE_Hash completion (wait, flush, blocking factor) and errors.
+// GCC 12 at -O2 reports maybe-uninitialized inside abseil's InlinedVector (the linear family's buckets) for this
+// file, depending on its inlining: the known false positive CMakeLists.txt describes. Off for this file only, before
+// the headers where GCC places it, so the MPICH (RelWithDebInfo) test build stays warning-free.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <gtest/gtest.h>
 
 #include <algorithm>
