@@ -802,6 +802,61 @@ TEST(dist_map, batches_of_plain_keys_travel_as_bytes) {
   EXPECT_EQ(p.size(), 0u);
 }
 
+// Pair batches of plain keys and values travel as raw bytes too (owner_table::call_pair_bytes): parts larger than an AM
+// buffer, batches outstanding together and completed out of order, an empty batch, pairs of other (convertible)
+// types, repeated keys counted in input order, and a part that fails at its owner (the batch fails, the map goes on).
+TEST(dist_map, pair_batches_of_plain_bytes_travel_as_bytes) {
+  const int me = shoal::rank();
+  const int np = shoal::size();
+  shoal::dist_map<u64, u64> m;
+  const u64 per_rank = 30'000;  // parts of ~30,000 / np pairs of 16 bytes: larger than the default AM buffer
+  std::vector<std::pair<u64, u64>> first, second;
+  for (u64 k = 0; k < per_rank; ++k) (k % 2 == 0 ? first : second).emplace_back(key_of(me, k), k);
+  for (u64 k = 0; k < 100; ++k) second.emplace_back(key_of(me, k), 7 * k);  // 100 keys of `first` and `second`
+  auto a = m.async_insert_batch(first);
+  auto b = m.async_insert_or_assign_batch(second);
+  auto none = m.async_insert_batch(std::vector<std::pair<u64, u64>>{});
+  EXPECT_EQ(b.get(), (shoal::batch_insert_result{per_rank / 2, 100, 0}));  // the later batch first
+  EXPECT_EQ(a.get(), (shoal::batch_insert_result{per_rank / 2, 0, 0}));
+  EXPECT_EQ(none.get(), shoal::batch_insert_result{});
+  // Pairs of other types (converted to the map's), new keys of the next rank's range, each twice: the smaller value
+  // stays.
+  std::vector<std::pair<std::int64_t, std::uint32_t>> narrow;
+  const int next = (me + 1) % np;
+  const auto new_key = [&](std::uint32_t k) { return static_cast<std::int64_t>(key_of(next, per_rank + k)); };
+  for (std::uint32_t k = 0; k < 2000; ++k) narrow.emplace_back(new_key(k), 5000 + k);
+  for (std::uint32_t k = 0; k < 2000; ++k) narrow.emplace_back(new_key(k), k);
+  const auto keep_min = [](u64& stored, u64 v) { stored = std::min(stored, v); };
+  EXPECT_EQ(m.insert_or_update_batch(narrow, keep_min), (shoal::batch_insert_result{2000, 2000, 0}));
+  m.flush();
+  std::vector<u64> keys;
+  for (u64 k = 0; k < per_rank; ++k) keys.push_back(key_of(me, k));
+  const auto found = m.find_batch(keys);
+  for (u64 k = 0; k < per_rank; ++k) {
+    const u64 want = k < 100 ? 7 * k : k;  // the assign batch overwrote the first 100 even keys
+    EXPECT_EQ(found[k], std::optional<u64>(want)) << "key " << k;
+  }
+  std::vector<u64> updated;
+  for (u64 k = 0; k < 2000; ++k) updated.push_back(key_of(me, per_rank + k));
+  const auto mins = m.find_batch(updated);  // this rank's previous neighbour inserted and updated them
+  for (u64 k = 0; k < 2000; ++k) EXPECT_EQ(mins[k], std::optional<u64>(k)) << "updated key " << k;
+
+  shoal::dist_map<picky_key, u64> p;
+  std::vector<std::pair<picky_key, u64>> fine, with_13;
+  for (u64 k = 20; k < 600; ++k) fine.emplace_back(picky_key{k}, k + 1);
+  with_13 = fine;
+  with_13.insert(with_13.begin() + 100, {picky_key{13}, 14});
+  const bool owned_here = p.owner(picky_key{13}) == me;
+  auto failing = p.async_insert_batch(with_13);  // fails at 13's owner: this rank, or another
+  EXPECT_THROW(failing.get(), shoal::remote_error) << (owned_here ? "own part" : "remote part");
+  p.flush();
+  const auto again = p.insert_or_assign_batch(fine);  // the map goes on; what the failed part stored stays
+  EXPECT_EQ(again.inserted + again.existing, fine.size());
+  EXPECT_EQ(again.rejected, 0u);
+  p.flush();
+  EXPECT_EQ(p.size(), fine.size());
+}
+
 TEST(dist_map, assign_and_update_batches_apply_in_input_order) {
   const int me = shoal::rank();
   shoal::dist_map<u64, u64> m;

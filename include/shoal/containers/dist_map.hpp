@@ -282,26 +282,10 @@ class dist_map : public detail::owner_container<dist_map<K, V, Family>, K, V, Fa
       }
     }
   };
-  /// A batch of one single (key, value) operation: Single for every pair the owner received, in order, counted.
-  template <class Single>
-  struct counted_pair_batch_op {
-    using wire = batch_insert_result;
-    static wire apply(engine& t, int, std::vector<K> keys, std::vector<V> values) {
-      batch_insert_result r;
-      detail::for_each_prefetched(t.shard(), keys, [&](std::size_t i) {
-        switch (Single::apply(t, 0, std::move(keys[i]), std::move(values[i]))) {
-          case status::inserted: ++r.inserted; break;
-          case status::existing: ++r.existing; break;
-          case status::rejected: ++r.rejected; break;
-        }
-      });
-      return r;
-    }
-  };
-  using insert_batch_op = counted_pair_batch_op<insert_op>;
-  using assign_batch_op = counted_pair_batch_op<assign_op>;
+  using insert_batch_op = detail::counted_pair_batch_op<insert_op>;
+  using assign_batch_op = detail::counted_pair_batch_op<assign_op>;
   template <class F>
-  using upsert_batch_op = counted_pair_batch_op<upsert_op<F>>;
+  using upsert_batch_op = detail::counted_pair_batch_op<upsert_op<F>>;
   using find_batch_op = detail::per_key_batch_op<find_op>;
   using erase_batch_op = detail::per_key_batch_op<erase_op>;
 

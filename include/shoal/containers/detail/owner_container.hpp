@@ -150,9 +150,19 @@ class owner_container {
   /// One Op per owner over the (key, value) pairs of a random-access range; the counts summed.
   template <class Op, class V, class Range>
   future<batch_insert_result> pair_batch(const Range& pairs) {
+    const std::size_t n = std::ranges::size(pairs);
+    if constexpr (requires { typename Op::single; }) {
+      if constexpr (byte_batchable<K, V>) {
+        if (n <= byte_batch_inputs(sizeof(K) + sizeof(V))) {
+          return t_.template call_pair_bytes<typename Op::single, V>(
+              n, [&](std::size_t i) -> decltype(auto) { return std::get<0>(pairs[i]); },
+              [&](std::size_t i) -> decltype(auto) { return std::get<1>(pairs[i]); });
+        }
+      }
+    }
     // One pass: each pair goes straight into its owner's key and value vectors (the counts need no positions).
     auto [cut, args] = t_.template cut_arguments_by_owner<K, V>(
-        std::ranges::size(pairs), [&](std::size_t i) -> decltype(auto) { return std::get<0>(pairs[i]); },
+        n, [&](std::size_t i) -> decltype(auto) { return std::get<0>(pairs[i]); },
         [&](std::tuple<std::vector<K>, std::vector<V>>& part, std::size_t i) {
           std::get<0>(part).push_back(static_cast<K>(std::get<0>(pairs[i])));
           std::get<1>(part).push_back(static_cast<V>(std::get<1>(pairs[i])));

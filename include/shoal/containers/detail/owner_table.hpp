@@ -285,12 +285,7 @@ class owner_table {
   template <class Single, class KeyAt>
   future<std::vector<typename Single::wire>> call_keyed_bytes(std::size_t n, KeyAt&& key_at) {
     using W = typename Single::wire;
-    const std::vector<int>& servers = placement_.owners();
-    // The cut's working arrays are this table's, taken for the call (a batch issued from a handler that runs inside
-    // this one finds none and makes its own).
-    const auto owners_of = [&](std::size_t m, auto&& at, std::uint32_t* out) { placement_.owners_of(m, at, out); };
-    keyed_cut<K> cut = cut_keys<K>(n, team().size(), servers.size() == 1 ? servers[0] : -1, key_at, owners_of,
-                                   std::move(cut_buffers_));
+    keyed_cut<K> cut = cut_by_owner(n, key_at, [](std::uint32_t, std::size_t) {});
     layer::state_ptr<keyed_bytes_receiver<W>> state = layer::make_state<keyed_bytes_receiver<W>>();
     state->result.resize(n);
     state->remaining = cut.owners.size();
@@ -321,6 +316,53 @@ class owner_table {
         });
     cut_buffers_ = std::move(cut.buffers);
     return future<std::vector<W>>(layer::state_ptr<layer::future_state<std::vector<W>>>(std::move(state)));
+  }
+
+  /// A pair batch of Single (a key and a value in, an insert_status out: insert, assign, upsert) over pairs 0..n-1
+  /// (key_at(i), value_at(i)), keys and values travelling as their bytes (byte_batches.hpp; byte_batchable<K, V>, n
+  /// within byte_batch_inputs(sizeof(K) + sizeof(V))). Each owner answers with its counts; the future holds their sum.
+  template <class Single, class V, class KeyAt, class ValueAt>
+  future<batch_insert_result> call_pair_bytes(std::size_t n, KeyAt&& key_at, ValueAt&& value_at) {
+    cut_buffers_.values.resize(n * sizeof(V));
+    std::byte* const value_records = cut_buffers_.values.data();  // the cut takes the array over, where it is
+    keyed_cut<K> cut = cut_by_owner(n, key_at, [&](std::uint32_t j, std::size_t i) {
+      store_record(value_records, j, static_cast<V>(value_at(i)));
+    });
+    using state_type = batch_receiver<batch_insert_result, batch_insert_result, merge_counts>;
+    layer::state_ptr<state_type> state = layer::make_state<state_type>();
+    state->positions.resize(cut.owners.size());  // (counts need none)
+    state->remaining = cut.owners.size();
+    if (cut.owners.empty()) state->finish();
+    const K* keys = cut.buffers.keys.data();
+    const std::byte* values = cut.buffers.values.data();
+    const auto part_size = [&](std::uint32_t part) { return cut.start[part + 1] - cut.start[part]; };
+    issue_parts(
+        cut.owners, state,
+        [&](std::uint32_t part, int owner, std::uint32_t slot) {
+          const std::size_t first = cut.start[part];
+          const byte_batch_header h{slot, part_size(part)};
+          std::byte* p = am::detail::reserve_bytes(to_world(owner), &on_pair_bytes<Single, V>, id_,
+                                                   byte_batch_header::bytes + h.word * (sizeof(K) + sizeof(V)));
+          h.write(p);
+          p += byte_batch_header::bytes;
+          std::memcpy(static_cast<void*>(p), keys + first, h.word * sizeof(K));
+          std::memcpy(p + h.word * sizeof(K), values + first * sizeof(V), h.word * sizeof(V));
+        },
+        [&](std::uint32_t part) {
+          const K* own_keys = keys + cut.start[part];
+          const std::byte* own_values = values + cut.start[part] * sizeof(V);
+          std::optional<batch_insert_result> counts;
+          try {
+            counts = run_counted<Single>(
+                *this, me_, part_size(part), [&](std::size_t i) -> const K& { return own_keys[i]; },
+                [&](std::size_t i) { return load_record<V>(own_values, i); });
+          } catch (const std::exception& e) {
+            state->fail(std::make_exception_ptr(remote_error(failure_text(e))), part);
+          }
+          if (counts) state->arrive(std::move(*counts), part);
+        });
+    cut_buffers_ = std::move(cut.buffers);
+    return future<batch_insert_result>(layer::state_ptr<layer::future_state<batch_insert_result>>(std::move(state)));
   }
 
   // ---- completion (CSE_Hash) -----------------------------------------------------------------------------------
@@ -425,6 +467,17 @@ class owner_table {
       shoal::post(to_world(owner), on_call<Op, std::decay_t<Args>...>{}, id_, slot, std::forward<Args>(args)...);
     }
     return f;
+  }
+
+  /// Cuts a byte batch's inputs 0..n-1 by owner (cut_keys; place(j, i) as input i takes record j). The cut's working
+  /// arrays are this table's, taken for the call and given back by the caller (a batch issued from a handler that runs
+  /// inside this one finds none and makes its own).
+  template <class KeyAt, class Place>
+  keyed_cut<K> cut_by_owner(std::size_t n, KeyAt&& key_at, Place&& place) {
+    const std::vector<int>& servers = placement_.owners();
+    const auto owners_of = [&](std::size_t m, auto&& at, std::uint32_t* out) { placement_.owners_of(m, at, out); };
+    return cut_keys<K>(n, team().size(), servers.size() == 1 ? servers[0] : -1, key_at, owners_of,
+                       std::move(cut_buffers_), place);
   }
 
   /// Issues a batch's parts (owners: one per part): every other owner's part through send(part, owner, slot) — its
@@ -570,8 +623,7 @@ class owner_table {
     try {
       for_each_prefetched(self.shard(), n, [&](std::size_t i) { return load_record<K>(keys, i); },
                           [&](std::size_t i) {
-                            const W w = Single::apply(self, origin, load_record<K>(keys, i));
-                            std::memcpy(out + i * sizeof(W), static_cast<const void*>(&w), sizeof(W));
+                            store_record(out, i, Single::apply(self, origin, load_record<K>(keys, i)));
                           });
     } catch (const std::exception& e) {
       what = self.failure_text(e);
@@ -603,6 +655,31 @@ class owner_table {
     pending taken = self.take_pending(h.slot);
     static_cast<keyed_bytes_receiver<W>*>(taken.target)->arrive_bytes(bytes.data() + byte_batch_header::bytes,
                                                                         taken.part);
+  }
+
+  /// A pair batch's part (byte_batches.hpp): runs Single for each pair where it arrived; answers with the counts.
+  template <class Single, class V>
+  static void on_pair_bytes(std::uint32_t id, std::span<const std::byte> bytes) {
+    auto& self = lookup(id);
+    const int origin = self.origin();
+    const byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
+    const std::size_t n = h.word;
+    if (bytes.size() != byte_batch_header::bytes + n * (sizeof(K) + sizeof(V))) {
+      throw error("shoal::dist_map: malformed batch request (corrupt stream)");
+    }
+    const std::byte* keys = bytes.data() + byte_batch_header::bytes;
+    const std::byte* values = keys + n * sizeof(K);
+    std::optional<batch_insert_result> counts;
+    std::string what;
+    try {
+      counts = run_counted<Single>(
+          self, origin, n, [&](std::size_t i) { return load_record<K>(keys, i); },
+          [&](std::size_t i) { return load_record<V>(values, i); });
+    } catch (const std::exception& e) {
+      what = self.failure_text(e);
+    }
+    if (counts) shoal::post(self.to_world(origin), on_reply<batch_insert_result>{}, id, h.slot, *counts);
+    else shoal::post(self.to_world(origin), &on_reply_error, id, h.slot, std::move(what));
   }
 
   static void on_reply_error(std::uint32_t id, std::uint32_t slot, std::string what) {

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
+#include "shoal/containers/detail/owner_table/replies.hpp"
 #include "shoal/containers/dist_map_results.hpp"
 
 namespace shoal::detail {
@@ -82,6 +84,36 @@ struct per_key_batch_op {
     for_each_prefetched(t.shard(), keys,
                         [&](std::size_t i) { out.push_back(Single::apply(t, 0, std::move(keys[i]))); });
     return out;
+  }
+};
+
+/// A batch of one single pair operation (insert, assign, upsert: Single::apply(engine, origin, key, value) ->
+/// insert_status) at the owner: Single for pairs 0..n-1 (key_at(i), value_at(i)), in order, keys prefetched; the
+/// counts (key_at / value_at may hand out references: each pair is moved from once). Shared by the pair batches that
+/// travel as vectors and as bytes.
+template <class Single, class Engine, class KeyAt, class ValueAt>
+batch_insert_result run_counted(Engine& t, int origin, std::size_t n, KeyAt&& key_at, ValueAt&& value_at) {
+  batch_insert_result r;
+  for_each_prefetched(t.shard(), n, key_at, [&](std::size_t i) {
+    switch (Single::apply(t, origin, std::move(key_at(i)), std::move(value_at(i)))) {
+      case insert_status::inserted: ++r.inserted; break;
+      case insert_status::existing: ++r.existing; break;
+      case insert_status::rejected: ++r.rejected; break;
+    }
+  });
+  return r;
+}
+
+/// A batch of one single pair operation over the (key, value) pairs the owner received (as two columns), counted.
+template <class Single>
+struct counted_pair_batch_op {
+  using single = Single;
+  using wire = batch_insert_result;
+  template <class Engine, class K, class V>
+  static wire apply(Engine& t, int, std::vector<K> keys, std::vector<V> values) {
+    return run_counted<Single>(
+        t, 0, keys.size(), [&](std::size_t i) -> K& { return keys[i]; },
+        [&](std::size_t i) -> V& { return values[i]; });
   }
 };
 

@@ -1,14 +1,18 @@
-// shoal/containers/detail/owner_table/byte_batches.hpp — keyed batches whose keys and results are plain bytes.
+// shoal/containers/detail/owner_table/byte_batches.hpp — batches whose keys, values and results are plain bytes.
 //
 // A find or erase batch over trivially copyable keys, with trivially copyable results, moves the way a hand-written
 // all-to-all does: the keys are cut by owner in one counting sort (the input positions in one array, each owner's
 // keys contiguous beside them); each other owner's part travels as one AM byte message copied straight from that
 // array; the owner reads the keys where they arrived and writes each result straight into its reply; the origin
 // copies the results from the reply to their input positions. No vector per part, no encoding or decoding.
-// Wire (byte messages, am::detail::reserve_bytes): request [u32 slot][u32 count][count keys]; reply
-// [u32 slot][u32 status][count results], status 1 when the part failed at the owner (its error follows in a message
-// of its own, which completes the batch). Keys and results are read and written with memcpy: a message starts at
-// any alignment in the AM buffer.
+// A pair batch (insert, insert_or_assign, insert_or_update) over trivially copyable keys and values is cut the same
+// way, each record's value copied beside its key; the owner runs the pairs where they arrived and answers with its
+// counts.
+// Wire (byte messages, am::detail::reserve_bytes): request [u32 slot][u32 count][count keys] (a pair batch: then
+// [count values]); reply [u32 slot][u32 status][count results], status 1 when the part failed at the owner (its
+// error follows in a message of its own, which completes the batch) — a pair batch's reply is its counts, an ordinary
+// message. Keys, values and results are read and written with memcpy: a message starts at any alignment in the AM
+// buffer.
 #pragma once
 
 #include <cstddef>
@@ -28,10 +32,14 @@ template <class K, class W>
 inline constexpr bool byte_batchable = std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<W> &&
                                        std::is_default_constructible_v<K> && std::is_default_constructible_v<W>;
 
-/// The most inputs a byte batch takes: positions are 32-bit and a part's message stays below the AM's 4 GiB.
+/// The most inputs a byte batch of `record_bytes` per input takes: positions are 32-bit and a part's message stays
+/// below the AM's 4 GiB.
+inline constexpr std::size_t byte_batch_inputs(std::size_t record_bytes) {
+  return (std::numeric_limits<std::uint32_t>::max() - 64) / record_bytes;
+}
+/// A keyed batch's limit (a key out, a result back).
 template <class K, class W>
-inline constexpr std::size_t byte_batch_limit =
-    (std::numeric_limits<std::uint32_t>::max() - 64) / (sizeof(K) > sizeof(W) ? sizeof(K) : sizeof(W));
+inline constexpr std::size_t byte_batch_limit = byte_batch_inputs(sizeof(K) > sizeof(W) ? sizeof(K) : sizeof(W));
 
 /// The working arrays of a cut, kept by the container between batches (arrays of the batch's size, written afresh
 /// each time: reusing them spares a batch the page faults of new memory).
@@ -39,6 +47,7 @@ template <class K>
 struct cut_buffers {
   std::vector<std::uint32_t> owner;  // per input, its owner
   std::vector<K> keys;               // the inputs' keys, grouped by part
+  std::vector<std::byte> values;     // a pair batch's values, records of the value's size beside their keys
 };
 
 /// A batch cut by owner in one counting sort: parts in ascending owner order; part p's inputs are
@@ -53,10 +62,11 @@ struct keyed_cut {
 
 /// Cuts inputs 0..n-1 (key_at(i): input i's key, converted to K) among `ranks` owners, in `buffers` (taken over and
 /// returned in the cut); owners_of(n, key_at, out) writes each input's owner (owner_placement::owners_of), or is not
-/// called when `single_owner` >= 0 names the only one.
-template <class K, class KeyAt, class OwnersOf>
+/// called when `single_owner` >= 0 names the only one. place(j, i) runs as input i takes record j of the cut (a pair
+/// batch copies its value there).
+template <class K, class KeyAt, class OwnersOf, class Place>
 keyed_cut<K> cut_keys(std::size_t n, int ranks, int single_owner, KeyAt&& key_at, OwnersOf&& owners_of,
-                      cut_buffers<K> buffers) {
+                      cut_buffers<K> buffers, Place&& place) {
   keyed_cut<K> cut;
   cut.buffers = std::move(buffers);
   if (n == 0) return cut;
@@ -69,6 +79,7 @@ keyed_cut<K> cut_keys(std::size_t n, int ranks, int single_owner, KeyAt&& key_at
     for (std::size_t i = 0; i < n; ++i) {
       cut.order[i] = static_cast<std::uint32_t>(i);
       keys[i] = static_cast<K>(key_at(i));
+      place(static_cast<std::uint32_t>(i), i);
     }
     return cut;
   }
@@ -91,6 +102,7 @@ keyed_cut<K> cut_keys(std::size_t n, int ranks, int single_owner, KeyAt&& key_at
     const std::uint32_t j = next[owner[i]]++;
     cut.order[j] = static_cast<std::uint32_t>(i);
     keys[j] = static_cast<K>(key_at(i));
+    place(j, i);
   }
   return cut;
 }
@@ -114,12 +126,16 @@ struct byte_batch_header {
   }
 };
 
-/// Record i of a run of Ts at `p` (any alignment).
+/// Record i of a run of Ts at `p` (any alignment), and its writing.
 template <class T>
 T load_record(const std::byte* p, std::size_t i) {
   T v;
   std::memcpy(static_cast<void*>(&v), p + i * sizeof(T), sizeof(T));
   return v;
+}
+template <class T>
+void store_record(std::byte* p, std::size_t i, const T& v) {
+  std::memcpy(p + i * sizeof(T), static_cast<const void*>(&v), sizeof(T));
 }
 
 }  // namespace shoal::detail
