@@ -616,22 +616,22 @@ class owner_table {
     }
     const std::byte* keys = bytes.data() + byte_batch_header::bytes;
     std::byte* reply = am::detail::reserve_bytes(self.to_world(origin), &on_keyed_reply<W>, id,
-                                                 byte_batch_header::bytes + n * sizeof(W));
+                                                 byte_batch_header::bytes + n * result_codec<W>::bytes);
     std::byte* out = reply + byte_batch_header::bytes;
     std::string what;
     h.word = 0;
     try {
       for_each_prefetched(self.shard(), n, [&](std::size_t i) { return load_record<K>(keys, i); },
                           [&](std::size_t i) {
-                            store_record(out, i, Single::apply(self, origin, load_record<K>(keys, i)));
+                            result_codec<W>::write(out, n, i, Single::apply(self, origin, load_record<K>(keys, i)));
                           });
     } catch (const std::exception& e) {
       what = self.failure_text(e);
       h.word = 1;
-      std::memset(out, 0, n * sizeof(W));  // no stale bytes travel
+      std::memset(out, 0, n * result_codec<W>::bytes);  // no stale bytes travel
     } catch (...) {  // not a std::exception: the AM layer reports it to the origin; the reply stays well formed
       h.word = 1;
-      std::memset(out, 0, n * sizeof(W));
+      std::memset(out, 0, n * result_codec<W>::bytes);
       h.write(reply);
       throw;
     }
@@ -649,7 +649,7 @@ class owner_table {
     if (h.slot >= self.pending_.size()) throw error("shoal::dist_map: malformed batch reply (corrupt stream)");
     const pending& p = self.pending_[h.slot];
     auto& target = *static_cast<keyed_bytes_receiver<W>*>(p.target);
-    if (bytes.size() != byte_batch_header::bytes + target.size(p.part) * sizeof(W)) {
+    if (bytes.size() != byte_batch_header::bytes + target.size(p.part) * result_codec<W>::bytes) {
       throw error("shoal::dist_map: malformed batch reply (corrupt stream)");
     }
     pending taken = self.take_pending(h.slot);

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "shoal/containers/detail/owner_table/byte_batches.hpp"
 #include "shoal/containers/dist_map_results.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/layer.hpp"
@@ -123,12 +124,12 @@ struct keyed_bytes_receiver final : receiver_base, batch_state<std::vector<W>> {
   std::vector<std::uint32_t> order;  // the cut's input positions, grouped by part
   std::vector<std::uint32_t> start;  // per part, its first index in order (and one past the last part)
   std::size_t size(std::uint32_t part) const { return start[part + 1] - start[part]; }
-  /// Part `part`'s results, as sizeof(W)-byte records from `bytes` on (any alignment).
+  /// Part `part`'s results, encoded by result_codec<W> from `bytes` on (any alignment).
   void arrive_bytes(const std::byte* bytes, std::uint32_t part) {
     const std::uint32_t* at = order.data() + start[part];
     const std::size_t n = size(part);
     W* out = this->result.data();
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<void*>(out + at[i]), bytes + i * sizeof(W), sizeof(W));
+    for (std::size_t i = 0; i < n; ++i) out[at[i]] = result_codec<W>::read(bytes, n, i);
     this->part_done();
   }
   void fail(std::exception_ptr e, std::uint32_t) override { this->part_failed(std::move(e)); }
