@@ -15,6 +15,7 @@
 // buffer.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -84,24 +85,43 @@ keyed_cut<K> cut_keys(std::size_t n, int ranks, int single_owner, KeyAt&& key_at
   std::vector<std::uint32_t>& owner = cut.buffers.owner;
   owner.resize(n);
   owners_of(n, key_at, owner.data());
-  std::vector<std::uint32_t> next(static_cast<std::size_t>(ranks), 0);
-  for (std::size_t i = 0; i < n; ++i) ++next[owner[i]];
-  std::uint32_t at = 0;
-  for (std::size_t r = 0; r < next.size(); ++r) {
-    const std::uint32_t count = next[r];
-    next[r] = at;
-    if (count != 0) {
-      at += count;
-      cut.owners.push_back(static_cast<int>(r));
-      cut.start.push_back(at);
+  // With few owners, four lanes, each a quarter of the inputs (the last one takes the rest) with its own counters, run
+  // interleaved: one set of counters made most inputs wait for the previous one's count (a load and a store to the
+  // same counter); four chains overlap (2 owners: 6.1 -> 4.6 ns per key). With many owners consecutive inputs seldom
+  // share a counter and four sets only take more cache (16 owners: 4.9 -> 6.4), so one lane. Each owner's part holds
+  // lane 0's inputs, then lane 1's.., so its input positions still ascend.
+  const auto width = static_cast<std::size_t>(ranks);
+  const auto cut_in = [&]<std::size_t lanes>(std::integral_constant<std::size_t, lanes>) {
+    const std::size_t quarter = n / lanes;
+    std::vector<std::uint32_t> next(lanes * width, 0);
+    std::array<std::uint32_t*, lanes> lane_next;
+    for (std::size_t l = 0; l < lanes; ++l) lane_next[l] = next.data() + l * width;
+    for (std::size_t i = 0; i < quarter; ++i) {
+      for (std::size_t l = 0; l < lanes; ++l) ++lane_next[l][owner[l * quarter + i]];
     }
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t j = next[owner[i]]++;
-    cut.order[j] = static_cast<std::uint32_t>(i);
-    keys[j] = static_cast<K>(key_at(i));
-    place(j, i);
-  }
+    for (std::size_t i = lanes * quarter; i < n; ++i) ++lane_next[lanes - 1][owner[i]];
+    std::uint32_t at = 0;
+    for (std::size_t r = 0; r < width; ++r) {
+      const std::uint32_t first = at;
+      for (std::size_t l = 0; l < lanes; ++l) at += std::exchange(lane_next[l][r], at);
+      if (at != first) {
+        cut.owners.push_back(static_cast<int>(r));
+        cut.start.push_back(at);
+      }
+    }
+    const auto take = [&](std::size_t l, std::size_t i) {
+      const std::uint32_t j = lane_next[l][owner[i]]++;
+      cut.order[j] = static_cast<std::uint32_t>(i);
+      keys[j] = static_cast<K>(key_at(i));
+      place(j, i);
+    };
+    for (std::size_t i = 0; i < quarter; ++i) {
+      for (std::size_t l = 0; l < lanes; ++l) take(l, l * quarter + i);
+    }
+    for (std::size_t i = lanes * quarter; i < n; ++i) take(lanes - 1, i);
+  };
+  if (width <= 8) cut_in(std::integral_constant<std::size_t, 4>{});
+  else cut_in(std::integral_constant<std::size_t, 1>{});
   return cut;
 }
 
