@@ -12,7 +12,7 @@ shoal_add_mpi_test(am_lifecycle SOURCES am_lifecycle_test.cpp MAIN core_adopt_ma
 
 # Handlers and arguments that must be rejected at compile time, with a readable message: each case is a target left
 # out of the normal build, and its test passes when building it fails with the expected diagnostic.
-foreach(reject capturing_lambda unsendable_argument)
+foreach(reject capturing_lambda unsendable_argument span_argument)
   add_library(am_rejects_${reject} OBJECT EXCLUDE_FROM_ALL am_rejects/${reject}.cpp)
   target_link_libraries(am_rejects_${reject} PRIVATE shoal::shoal)
   add_test(NAME am.rejects_${reject}
@@ -23,3 +23,4 @@ endforeach()
 set_tests_properties(am.rejects_capturing_lambda PROPERTIES PASS_REGULAR_EXPRESSION "lambda WITHOUT captures")
 set_tests_properties(am.rejects_unsendable_argument PROPERTIES
                      PASS_REGULAR_EXPRESSION "every_type_is_serializable.*unique_ptr")
+set_tests_properties(am.rejects_span_argument PROPERTIES PASS_REGULAR_EXPRESSION "every_type_is_serializable.*span")

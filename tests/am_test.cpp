@@ -144,6 +144,39 @@ TEST(Am, RpcValuesOfEveryKind) {
   shoal::am::barrier();
 }
 
+// A std::span passed where the handler takes a std::vector travels as that vector (the sender makes no vector), for
+// rpc and post alike, const or not, empty or larger than a buffer. (A span for a handler that takes the span itself
+// does not compile: its bytes are an address, tests/am_rejects/span_argument.cpp.)
+TEST(Am, SpanArgumentsTravelAsTheVectorTheHandlerTakes) {
+  reset();
+  const int peer = right();
+  std::vector<std::uint64_t> v(20000);  // 160 KB: more than a buffer
+  std::iota(v.begin(), v.end(), std::uint64_t{1});
+  const std::span<const std::uint64_t> all(v);
+  const auto sum = [](std::vector<std::uint64_t> in) { return std::accumulate(in.begin(), in.end(), std::uint64_t{0}); };
+  EXPECT_EQ(shoal::rpc(peer, sum, all).get(), std::uint64_t{20000} * 20001 / 2);
+  const std::span<std::uint64_t> part(v.data() + 10, 3);
+  EXPECT_EQ(shoal::rpc(peer, [](const std::vector<std::uint64_t>& in, int tag) { return in.size() * 100 + in[0] + tag; },
+                       part, 7)
+                .get(),
+            3u * 100 + 11 + 7);
+  EXPECT_EQ(shoal::rpc(peer, [](std::vector<std::uint64_t> in) { return in.size(); }, std::span<const std::uint64_t>())
+                .get(),
+            0u);
+  static std::vector<std::vector<std::uint64_t>> posted;
+  posted.clear();
+  shoal::am::barrier();
+  for (std::size_t n = 0; n < 4; ++n) {
+    shoal::post(peer, [](std::vector<std::uint64_t> in) { posted.push_back(std::move(in)); }, all.subspan(n, n));
+  }
+  shoal::am::barrier();
+  ASSERT_EQ(posted.size(), 4u);
+  for (std::size_t n = 0; n < 4; ++n) {
+    EXPECT_EQ(posted[n], std::vector<std::uint64_t>(v.begin() + static_cast<std::ptrdiff_t>(n),
+                                                    v.begin() + static_cast<std::ptrdiff_t>(2 * n)));
+  }
+}
+
 TEST(Am, ManyOutstandingRpcs) {
   reset();
   const int n = volume_scaled(2000);

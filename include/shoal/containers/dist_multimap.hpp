@@ -99,10 +99,9 @@ class dist_multimap : public detail::owner_container<dist_multimap<K, V, Family>
     return this->template call<append_all_op, void, all_or_full>(std::move(key), values(vs.begin(), vs.end()));
   }
   future<void> async_insert(K key, const V& v) { return async_insert(std::move(key), std::span<const V>(&v, 1)); }
-  /// Fire and forget: no result; completed (and values that did not fit reported) by wait() / flush().
-  void post_insert(K key, std::span<const V> vs) {
-    this->template post<append_op>(std::move(key), values(vs.begin(), vs.end()));
-  }
+  /// Fire and forget: no result; completed (and values that did not fit reported) by wait() / flush(). To another
+  /// owner the values are sent straight from `vs` (no vector made here); for this rank's own shard they are copied.
+  void post_insert(K key, std::span<const V> vs) { this->template post<append_op>(std::move(key), vs); }
   /// Takes the values: at this rank's own shard they move in (no copy), to another owner they are sent from `vs`.
   void post_insert(K key, values&& vs) { this->template post<append_op>(std::move(key), std::move(vs)); }
   void post_insert(K key, const V& v) { post_insert(std::move(key), std::span<const V>(&v, 1)); }

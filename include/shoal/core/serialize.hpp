@@ -27,6 +27,7 @@
 #include <span>
 #include <streambuf>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -34,9 +35,19 @@
 
 namespace shoal {
 
+namespace detail {
+/// Views (std::span, std::string_view) are trivially copyable, but their bytes are an address on this rank.
+template <class T>
+inline constexpr bool is_view = false;
+template <class T, std::size_t N>
+inline constexpr bool is_view<std::span<T, N>> = true;
+template <class C, class Traits>
+inline constexpr bool is_view<std::basic_string_view<C, Traits>> = true;
+}  // namespace detail
+
 /// Copied as raw bytes.
 template <class T>
-concept trivially_serializable = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>;
+concept trivially_serializable = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !detail::is_view<T>;
 
 /// A string or vector whose elements are copied as raw bytes after a length.
 template <class T>
@@ -110,15 +121,21 @@ class byte_writer {
     if constexpr (trivially_serializable<T>) {
       write_bytes(&value, sizeof(T));
     } else if constexpr (contiguous_serializable<T>) {
-      const std::uint64_t n = value.size();
-      write_bytes(&n, sizeof n);
-      write_bytes(value.data(), n * sizeof(typename T::value_type));
+      write_contiguous(std::span<const typename T::value_type>(value.data(), value.size()));
     } else {
       detail::vector_outbuf buf(out_);
       std::ostream os(&buf);
       cereal::BinaryOutputArchive ar(os);
       ar(value);
     }
+  }
+
+  /// Elements written as a std::vector<T> of them is (read back as one): the length, then their bytes.
+  template <trivially_serializable T>
+  void write_contiguous(std::span<const T> elements) {
+    const std::uint64_t n = elements.size();
+    write_bytes(&n, sizeof n);
+    write_bytes(elements.data(), n * sizeof(T));
   }
 
   std::vector<std::byte>& buffer() { return out_; }

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
 #include "shoal/am/detail/engine.hpp"
 #include "shoal/core/error.hpp"
@@ -98,11 +99,26 @@ struct invoke_result_of<F, type_list<P...>> {
   using type = std::invoke_result_t<F, P&&...>;
 };
 
+/// A std::span of plain elements passed for a std::vector parameter: it travels as that vector (its length, then the
+/// elements' bytes), without a vector made on the sending rank.
+template <class W, class A>
+constexpr bool span_for_vector() {
+  using D = std::remove_cvref_t<A>;
+  if constexpr (requires { typename W::value_type; }) {
+    using T = typename W::value_type;
+    return std::is_same_v<W, std::vector<T>> && contiguous_serializable<W> &&
+           (std::is_same_v<D, std::span<const T>> || std::is_same_v<D, std::span<T>>);
+  } else {
+    return false;
+  }
+}
+
 template <class Wire, class... Args>
 struct args_convert : std::false_type {};
 template <class... W, class... Args>
   requires(sizeof...(W) == sizeof...(Args))
-struct args_convert<type_list<W...>, Args...> : std::bool_constant<(std::is_constructible_v<W, Args&&> && ...)> {};
+struct args_convert<type_list<W...>, Args...>
+    : std::bool_constant<((std::is_constructible_v<W, Args&&> || span_for_vector<W, Args>()) && ...)> {};
 
 template <class Wire>
 struct every_type_is_serializable;
@@ -192,6 +208,16 @@ decltype(auto) as_wire(A&& a) {
   }
 }
 
+/// Writes an argument as wire type W (a span for a vector parameter: its elements, as the vector would be).
+template <class W, class A>
+void write_wire(byte_writer& w, A&& a) {
+  if constexpr (span_for_vector<W, A>()) {
+    w.write_contiguous(std::span<const typename W::value_type>(a));
+  } else {
+    w.write(as_wire<W>(std::forward<A>(a)));
+  }
+}
+
 /// Scratch space for serializing messages that are not trivially copyable.
 inline std::vector<std::byte> g_spare;
 
@@ -225,7 +251,7 @@ void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Pref
     bytes.clear();
     byte_writer w(bytes);
     std::apply([&](const auto&... f) { (w.write(f), ...); }, prefix);
-    [&]<class... W>(type_list<W...>) { (w.write(as_wire<W>(std::forward<Args>(args))), ...); }(Wire{});
+    [&]<class... W>(type_list<W...>) { (write_wire<W>(w, std::forward<Args>(args)), ...); }(Wire{});
     std::byte* p = e.reserve(dest, key, bytes.size());
     std::memcpy(p, bytes.data(), bytes.size());
     g_spare = std::move(bytes);

@@ -50,6 +50,29 @@
 
 namespace shoal::detail {
 
+/// The parameter an operation takes for an argument: its decayed type, or for a std::span the std::vector of its
+/// elements (owner_table::post: a span travels as that vector, am::detail::span_for_vector).
+template <class A>
+struct parameter_of {
+  using type = std::decay_t<A>;
+};
+template <class T, std::size_t N>
+struct parameter_of<std::span<T, N>> {
+  using type = std::vector<std::remove_const_t<T>>;
+};
+template <class A>
+using parameter_t = typename parameter_of<std::decay_t<A>>::type;
+
+/// An argument as the parameter it becomes (a span's elements copied into a vector; others forwarded).
+template <class A>
+decltype(auto) as_parameter(A&& a) {
+  if constexpr (std::is_same_v<parameter_t<A>, std::decay_t<A>>) {
+    return std::forward<A>(a);
+  } else {
+    return parameter_t<A>(a.begin(), a.end());
+  }
+}
+
 template <class K, class Stored, class Family>
 class owner_table {
  public:
@@ -140,20 +163,22 @@ class owner_table {
     }
   }
 
-  /// Runs Op at `owner` without a result (completed and reported by wait / flush).
+  /// Runs Op at `owner` without a result (completed and reported by wait / flush). An argument may be a std::span of
+  /// plain elements where Op takes a std::vector of them: to another owner it travels as that vector, made only there
+  /// (here, for this rank's own shard, it is made here).
   template <class Op, class... Args>
   void post(int owner, Args&&... args) {
     before_issue();
     send_unsent(owner);
     if (owner == me_) {
       try {
-        ledger_.rejected_here(rejected_in(Op::apply(*this, me_, std::forward<Args>(args)...)));
+        ledger_.rejected_here(rejected_in(Op::apply(*this, me_, as_parameter(std::forward<Args>(args))...)));
       } catch (const std::exception& e) {
         ledger_.failed_here(failure_text(e));
       }
     } else {
       ledger_.touch(owner);
-      shoal::post(to_world(owner), on_post<Op, std::decay_t<Args>...>{}, id_, std::forward<Args>(args)...);
+      shoal::post(to_world(owner), on_post<Op, parameter_t<Args>...>{}, id_, std::forward<Args>(args)...);
     }
   }
 
