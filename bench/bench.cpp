@@ -58,4 +58,11 @@ std::pair<double, double> fastest_timed_pair(int reps, const std::function<void(
   return {ta, tb};
 }
 
+void time_in_turns(int round, double& ta, double& tb, const std::function<void()>& a, const std::function<void()>& b) {
+  const bool a_first = round % 2 == 0;
+  const auto [first, second] = fastest_timed_pair(1, a_first ? a : b, a_first ? b : a);
+  ta = std::min(ta, a_first ? first : second);
+  tb = std::min(tb, a_first ? second : first);
+}
+
 }  // namespace shoal::bench

@@ -118,4 +118,12 @@ double median_timed(int reps, const std::function<void()>& fn);
 /// the one least disturbed by other processes — the operation's own cost, which is what the ratio is about.
 std::pair<double, double> fastest_timed_pair(int reps, const std::function<void()>& a, const std::function<void()>& b);
 
+/// A time no run takes: where a fastest time starts.
+inline constexpr double never = 1e300;
+
+/// Collective: round `round` of a beside b, for loops that make fresh state per round outside the clocks — each timed
+/// once, one right after the other (which goes first alternates with the round), and each one's fastest time so far
+/// kept in ta / tb (start them at `never`).
+void time_in_turns(int round, double& ta, double& tb, const std::function<void()>& a, const std::function<void()>& b);
+
 }  // namespace shoal::bench

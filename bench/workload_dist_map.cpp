@@ -145,17 +145,8 @@ struct rates {
 };
 
 constexpr int rounds = 5;
-constexpr double never = 1e300;
-
-/// Round `round` of shoal_op beside ref_op: each timed once, one right after the other (which goes first alternates
-/// with the round), each one's fastest time so far kept in ts / tr.
-void side_by_side(int round, double& ts, double& tr, const std::function<void()>& shoal_op,
-                  const std::function<void()>& ref_op) {
-  const auto [a, b] =
-      shoal::bench::fastest_timed_pair(1, round % 2 == 0 ? shoal_op : ref_op, round % 2 == 0 ? ref_op : shoal_op);
-  ts = std::min(ts, round % 2 == 0 ? a : b);
-  tr = std::min(tr, round % 2 == 0 ? b : a);
-}
+using shoal::bench::never;
+using shoal::bench::time_in_turns;
 
 /// shoal and the hand-written MPI version of one pattern, side by side: each round times every operation of both,
 /// one right after the other (alternating which goes first), so both see the same moment of the shared machine; the
@@ -169,14 +160,14 @@ std::pair<rates, rates> run_side_by_side(const std::vector<u32>& keys, pattern p
   std::size_t wrong = 0, wrong_ref = 0;
   double ti = never, tf = never, tff = never, te = never, ri = never, rf = never, re = never;
   for (int round = 0; round < rounds; ++round) {
-    side_by_side(
+    time_in_turns(
         round, ti, ri,
         [&] {
           for (u32 k : keys) m.post_insert(k, k ^ 0x5bd1e995u);
           m.flush();
         },
         [&] { ref.insert(keys); });
-    side_by_side(
+    time_in_turns(
         round, tf, rf,
         [&] {
           auto found = m.find_batch(keys);
@@ -190,7 +181,7 @@ std::pair<rates, rates> run_side_by_side(const std::vector<u32>& keys, pattern p
       for (std::size_t i = 0; i < keys.size(); ++i)
         wrong += found[i].get() != std::optional<u32>(keys[i] ^ 0x5bd1e995u);
     }));
-    side_by_side(
+    time_in_turns(
         round, te, re,
         [&] {
           auto removed = m.erase_batch(keys);
@@ -279,7 +270,7 @@ void run_dist_map(context& ctx) {
   for (int round = 0; round < rounds; ++round) {
     shoal::dist_multimap<u32, u32> mm(options);
     shoal::local::flat_table<u32, std::vector<u32>> local;  // both go away outside the clocks
-    side_by_side(
+    time_in_turns(
         round, t, core_time,
         [&] {
           for (std::size_t i = 0; i < mine.size(); ++i) mm.post_insert(mine[i], std::span<const u32>(requests[i]));

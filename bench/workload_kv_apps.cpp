@@ -193,7 +193,7 @@ void run_scatter(context& ctx) {
   shoal::dist_map_options options;
   options.placement = shoal::key_placement::cyclic;
   const auto input = shoal::rank() == 0 ? matrix_scatter::local_rows(matrix) : matrix_scatter::row_table{};
-  constexpr double never = 1e300;
+  using shoal::bench::never;
   double barrier = never, immediate = never, alltoallv = never, alltoallv_rows = never;
   const auto shoal_scatter = [&] {
     shoal::dist_multimap<std::uint32_t, matrix_scatter::column_value> store(options);
