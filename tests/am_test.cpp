@@ -153,13 +153,13 @@ TEST(Am, SpanArgumentsTravelAsTheVectorTheHandlerTakes) {
   std::vector<std::uint64_t> v(20000);  // 160 KB: more than a buffer
   std::iota(v.begin(), v.end(), std::uint64_t{1});
   const std::span<const std::uint64_t> all(v);
-  const auto sum = [](std::vector<std::uint64_t> in) { return std::accumulate(in.begin(), in.end(), std::uint64_t{0}); };
+  const auto sum = [](std::vector<std::uint64_t> in) {
+    return std::accumulate(in.begin(), in.end(), std::uint64_t{0});
+  };
   EXPECT_EQ(shoal::rpc(peer, sum, all).get(), std::uint64_t{20000} * 20001 / 2);
   const std::span<std::uint64_t> part(v.data() + 10, 3);
-  EXPECT_EQ(shoal::rpc(peer, [](const std::vector<std::uint64_t>& in, int tag) { return in.size() * 100 + in[0] + tag; },
-                       part, 7)
-                .get(),
-            3u * 100 + 11 + 7);
+  const auto tagged = [](const std::vector<std::uint64_t>& in, int tag) { return in.size() * 100 + in[0] + tag; };
+  EXPECT_EQ(shoal::rpc(peer, tagged, part, 7).get(), 3u * 100 + 11 + 7);
   EXPECT_EQ(shoal::rpc(peer, [](std::vector<std::uint64_t> in) { return in.size(); }, std::span<const std::uint64_t>())
                 .get(),
             0u);

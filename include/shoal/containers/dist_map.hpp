@@ -51,8 +51,9 @@
 //                                        at once while the futures are waited for one at a time)
 //   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline). An
 //                                        owner's part above the AM buffer (64 KiB) travels alone, received blocking.
-//                                        find_batch / erase_batch of plain-byte keys and values: cut in one counting
-//                                        sort, keys and results copied once each way (no encoding)
+//                                        Keys, values and results of plain bytes (find / erase, and the pair
+//                                        batches): cut in one counting sort, copied once each way (no encoding);
+//                                        an optional result travels as its value and a presence byte
 //   wait()                                M = 2 per owner sent post_<op>s since the last wait (a fence); the replies
 //                                        of operations with a result still out are waited for, no fence
 //   flush()                               wait() + B = 1;   for_all / reduce / size: flush() + B = 1 or an allreduce

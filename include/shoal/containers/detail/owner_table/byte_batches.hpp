@@ -11,8 +11,8 @@
 // Wire (byte messages, am::detail::reserve_bytes): request [u32 slot][u32 count][count keys] (a pair batch: then
 // [count values]); reply [u32 slot][u32 status][count results] (result_codec: a result's bytes, or for an optional
 // value the values, then a presence byte each), status 1 when the part failed at the owner (its error follows in a
-// message of its own, which completes the batch) — a pair batch's reply is its counts, an ordinary message. Keys, values and results are read and written with memcpy: a message starts at any alignment in the AM
-// buffer.
+// message of its own, which completes the batch) — a pair batch's reply is its counts, an ordinary message. Keys,
+// values and results are read and written with memcpy: a message starts at any alignment in the AM buffer.
 #pragma once
 
 #include <array>
