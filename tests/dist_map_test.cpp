@@ -402,6 +402,49 @@ TEST(dist_map, cyclic_placement_remainder_is_the_division_remainder) {
   }
 }
 
+// A byte batch's cut (owner_table/byte_batches.hpp): every input in exactly one part, the part of its owner, each
+// part's inputs in ascending input order with their keys and placed records beside them — for one lane of counters
+// (many owners) and four (up to 8 owners), batch sizes around the lanes' quarters, and a single named owner.
+TEST(dist_map, byte_batch_cut_keeps_every_input_once_in_input_order) {
+  std::mt19937_64 rng(5);
+  for (int ranks : {1, 2, 3, 8, 9, 16}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{7},
+                          std::size_t{1001}, std::size_t{4099}}) {
+      for (int single : {-1, ranks - 1}) {
+        std::vector<u64> keys(n);
+        for (auto& k : keys) k = rng();
+        const auto owner_of = [&](u64 k) { return static_cast<std::uint32_t>(k % static_cast<u64>(ranks)); };
+        std::vector<std::uint32_t> placed(n, ~0u);
+        const auto cut = shoal::detail::cut_keys<u64>(
+            n, ranks, single, [&](std::size_t i) { return keys[i]; },
+            [&](std::size_t m, auto&& at, std::uint32_t* out) {
+              for (std::size_t i = 0; i < m; ++i) out[i] = owner_of(at(i));
+            },
+            shoal::detail::cut_buffers<u64>{}, [&](std::uint32_t j, std::size_t i) { placed[i] = j; });
+        ASSERT_EQ(cut.start.size(), cut.owners.size() + 1);
+        ASSERT_EQ(cut.start.back(), n);
+        std::vector<int> seen(n, 0);
+        for (std::size_t p = 0; p < cut.owners.size(); ++p) {
+          const int expected_owner = cut.owners[p];
+          ASSERT_LT(cut.start[p], cut.start[p + 1]) << "empty part";
+          for (std::uint32_t j = cut.start[p]; j < cut.start[p + 1]; ++j) {
+            const std::uint32_t i = cut.order[j];
+            ASSERT_LT(i, n);
+            ++seen[i];
+            if (j > cut.start[p]) {
+              ASSERT_LT(cut.order[j - 1], i) << "part " << p << " out of input order";
+            }
+            ASSERT_EQ(cut.buffers.keys[j], keys[i]);
+            ASSERT_EQ(placed[i], j);
+            ASSERT_EQ(expected_owner, single < 0 ? static_cast<int>(owner_of(keys[i])) : single);
+          }
+        }
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "input " << i << " of " << n;
+      }
+    }
+  }
+}
+
 TEST(dist_multimap, post_insert_of_a_vector_moves_it_into_the_own_shard_and_sends_it_elsewhere) {
   shoal::dist_map_options options;
   options.placement = shoal::key_placement::cyclic;
