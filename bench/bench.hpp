@@ -121,6 +121,9 @@ std::pair<double, double> fastest_timed_pair(int reps, const std::function<void(
 /// A time no run takes: where a fastest time starts.
 inline constexpr double never = 1e300;
 
+/// How many rounds the workloads that time shoal and a baseline in turns run (the fastest of each counts).
+inline constexpr int rounds = 5;
+
 /// Collective: round `round` of a beside b, for loops that make fresh state per round outside the clocks — each timed
 /// once, one right after the other (which goes first alternates with the round), and each one's fastest time so far
 /// kept in ta / tb (start them at `never`).

@@ -144,8 +144,8 @@ struct rates {
   double insert = 0, find_batch = 0, find_future = 0, erase = 0;
 };
 
-constexpr int rounds = 5;
 using shoal::bench::never;
+using shoal::bench::rounds;
 using shoal::bench::time_in_turns;
 
 /// shoal and the hand-written MPI version of one pattern, side by side: each round times every operation of both,

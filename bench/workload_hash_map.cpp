@@ -128,7 +128,7 @@ void run_hash_map(context& ctx) {
   // (total operations per second). Latency rows: rank 0 alone works (its keys, half of them on the other ranks), the
   // others wait in the barrier, so no rank waits for a lock another one holds (Open MPI's osc/sm serves each atomic
   // under a lock per target): the cost of one operation's calls.
-  constexpr int rounds = 5;
+  using shoal::bench::rounds;
   const std::size_t slices = std::max<std::size_t>(1, std::min<std::size_t>(50, n));
   auto slice = [&](std::size_t j) {
     const std::size_t from = j * n / slices, to = (j + 1) * n / slices;
@@ -209,7 +209,7 @@ void run_hash_map(context& ctx) {
     for (auto& k : all) k = all_rng();
   }
   double t_buffered = shoal::bench::never, t_core = shoal::bench::never;
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     shoal::hash_map<std::uint64_t, std::uint64_t> map(capacity);
     shoal::hash_map_buffer_options opts;
     opts.mailbox_messages = (n * 24 * static_cast<std::size_t>(np)) / opts.message_bytes + 8;

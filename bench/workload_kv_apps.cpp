@@ -26,8 +26,7 @@ namespace {
 using shoal::bench::better;
 using shoal::bench::context;
 
-/// How many times each workload here runs shoal and each baseline (the fastest run counts).
-constexpr int rounds = 5;
+using shoal::bench::rounds;
 
 /// The best hand-written MPI of the 1 client x 1 server replay (rank 1 replays, rank 0 serves; other ranks idle):
 /// the client sends each block of L requests as one message of fixed records in trace order (MPI_Send), the server
