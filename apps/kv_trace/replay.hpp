@@ -21,11 +21,13 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "trace.hpp"
+#include "shoal/am/control.hpp"
 #include "shoal/containers/dist_map.hpp"
 
 namespace kv_trace {
@@ -35,56 +37,92 @@ struct replay_result {
   std::size_t segments = 0;  // PUT / GET batch pairs issued (at least one per non-empty block)
 };
 
-/// Replays `trace` (a client) against a dist_map<uint64_t, uint64_t> in blocks of `block` requests (0: the whole
-/// trace is one block), waiting for each block before the next; see above for the batching and the order it keeps.
-template <class Store>
-replay_result replay(Store& store, const std::vector<request>& trace, std::size_t block) {
-  using batch = std::vector<std::optional<std::uint64_t>>;
-  replay_result out;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> puts;  // the open segment's PUTs, in trace order
-  std::vector<std::uint64_t> gets;                             // its GETs' keys, in trace order
-  std::vector<std::uint64_t> expected;                         // the block's GETs' expected values, in trace order
-  std::vector<shoal::future<batch>> found;                     // the block's GET batches, in issue order
-  std::vector<shoal::future<shoal::batch_insert_result>> stored;
-  // A filter of the open segment's GET keys (1024 bits): a PUT whose bit is clear cannot conflict.
-  std::array<std::uint64_t, 16> read_bits{};
-  auto bit_of = [](std::uint64_t key) { return static_cast<unsigned>((key * 0x9E3779B97F4A7C15ull) >> 54); };
-  auto issue_segment = [&] {
-    if (puts.empty() && gets.empty()) return;
-    if (!puts.empty()) stored.push_back(store.async_insert_or_assign_batch(puts));
-    if (!gets.empty()) found.push_back(store.async_find_batch(gets));
-    ++out.segments;
-    puts.clear();
-    gets.clear();
-    read_bits.fill(0);
-  };
-  const std::size_t step = block == 0 ? trace.size() : block;
-  for (std::size_t first = 0; first < trace.size(); first += step) {
-    const std::size_t last = std::min(trace.size(), first + step);
+/// One block of a trace, cut into segments (see above) before it is issued: its PUTs and its GETs in trace order, the
+/// GETs' expected values, and where each segment's PUTs and GETs end.
+class block_plan {
+ public:
+  /// Plans requests [first, last) of `trace`.
+  void plan(const std::vector<request>& trace, std::size_t first, std::size_t last) {
+    puts_.clear();
+    gets_.clear();
+    expected_.clear();
+    ends_.clear();
+    std::size_t segment_gets = 0;  // where the open segment's GETs start
+    read_bits_.fill(0);
     for (std::size_t i = first; i < last; ++i) {
       const request& r = trace[i];
       const unsigned bit = bit_of(r.key);
       if (r.kind == op_kind::put) {
-        if ((read_bits[bit / 64] >> (bit % 64)) & 1) {
-          for (std::uint64_t k : gets) {
-            if (k == r.key) {
-              issue_segment();
-              break;
-            }
+        if ((read_bits_[bit / 64] >> (bit % 64)) & 1) {
+          if (std::find(gets_.begin() + static_cast<std::ptrdiff_t>(segment_gets), gets_.end(), r.key) !=
+              gets_.end()) {
+            ends_.emplace_back(puts_.size(), gets_.size());  // the segment ends before this PUT
+            segment_gets = gets_.size();
+            read_bits_.fill(0);
           }
         }
-        puts.emplace_back(r.key, r.value);
+        puts_.emplace_back(r.key, r.value);
       } else {
-        gets.push_back(r.key);
-        expected.push_back(r.expected);
-        read_bits[bit / 64] |= std::uint64_t{1} << (bit % 64);
+        gets_.push_back(r.key);
+        expected_.push_back(r.expected);
+        read_bits_[bit / 64] |= std::uint64_t{1} << (bit % 64);
       }
     }
-    issue_segment();
+    if (ends_.empty() || ends_.back() != std::pair{puts_.size(), gets_.size()}) {
+      ends_.emplace_back(puts_.size(), gets_.size());
+    }
+  }
+
+  /// Issues the planned segments in order (PUT batch, then GET batch, per segment) and hands their messages to MPI.
+  /// The plan must stay as it is until the store's wait() returns. Returns how many segments were issued.
+  template <class Store, class Found, class Stored>
+  std::size_t issue(Store& store, Found& found, Stored& stored) const {
+    std::size_t p = 0, g = 0, segments = 0;
+    for (const auto& [p_end, g_end] : ends_) {
+      if (p_end == p && g_end == g) continue;
+      if (p_end > p) stored.push_back(store.async_insert_or_assign_batch(std::span(puts_).subspan(p, p_end - p)));
+      if (g_end > g) found.push_back(store.async_find_batch(std::span(gets_).subspan(g, g_end - g)));
+      p = p_end;
+      g = g_end;
+      ++segments;
+    }
+    shoal::am::flush();
+    return segments;
+  }
+
+  /// The expected value of the block's i-th GET.
+  std::uint64_t expected(std::size_t i) const { return expected_[i]; }
+
+ private:
+  static unsigned bit_of(std::uint64_t key) { return static_cast<unsigned>((key * 0x9E3779B97F4A7C15ull) >> 54); }
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> puts_;
+  std::vector<std::uint64_t> gets_;
+  std::vector<std::uint64_t> expected_;
+  std::vector<std::pair<std::size_t, std::size_t>> ends_;  // per segment: the end of its PUTs and of its GETs
+  // A filter of the open segment's GET keys (1024 bits): a PUT whose bit is clear cannot conflict.
+  std::array<std::uint64_t, 16> read_bits_{};
+};
+
+/// Replays `trace` (a client) against a dist_map<uint64_t, uint64_t> in blocks of `block` requests (0: the whole
+/// trace is one block), waiting for each block before the next is issued; see above for the batching and the order it
+/// keeps. The next block is planned while the current one is in flight (planning only reads the trace).
+template <class Store>
+replay_result replay(Store& store, const std::vector<request>& trace, std::size_t block) {
+  replay_result out;
+  std::vector<shoal::future<std::vector<std::optional<std::uint64_t>>>> found;  // the block's GET batches, in order
+  std::vector<shoal::future<shoal::batch_insert_result>> stored;
+  std::array<block_plan, 2> plans;
+  const std::size_t step = block == 0 ? trace.size() : block;
+  if (!trace.empty()) plans[0].plan(trace, 0, std::min(trace.size(), step));
+  std::size_t current = 0;
+  for (std::size_t first = 0; first < trace.size(); first += step, current ^= 1) {
+    out.segments += plans[current].issue(store, found, stored);
+    if (first + step < trace.size()) plans[current ^ 1].plan(trace, first + step, std::min(trace.size(), first + 2 * step));
     store.wait();
     std::size_t next = 0;
     for (auto& f : found) {
-      for (const auto& v : f.get()) out.wrong += v != std::optional<std::uint64_t>(expected[next++]);
+      for (const auto& v : f.get()) out.wrong += v != std::optional<std::uint64_t>(plans[current].expected(next++));
     }
     for (auto& f : stored) {
       if (const auto r = f.get(); r.rejected != 0) {
@@ -93,7 +131,6 @@ replay_result replay(Store& store, const std::vector<request>& trace, std::size_
     }
     found.clear();
     stored.clear();
-    expected.clear();
   }
   return out;
 }
