@@ -123,6 +123,7 @@ class engine {
   /// Flushes after every step that may have produced messages, so a reply leaves as soon as it is written.
   void poll() {
     check_not_held();
+    receives_.repost();
     sends_.test();
     run_queue();
     flush();

@@ -47,8 +47,10 @@ class receive_slots {
     }
   }
 
-  /// The next buffer in the stream, if it has arrived (its slot is posted again).
+  /// The next buffer in the stream, if it has arrived. Its slot is not posted again at once (see repost): the buffer's
+  /// handlers run and their replies leave first. At most the slot taken last stays unposted while this tests the next.
   std::optional<rx_buffer> next() {
+    if (unposted_ > 1) repost(1);
     int flag = 0;
     MPI_Status status;
     SHOAL_MPI(MPI_Test(&requests_[head_], &flag, &status));
@@ -56,7 +58,7 @@ class receive_slots {
     int count = 0;
     SHOAL_MPI(MPI_Get_count(&status, MPI_BYTE, &count));
     block b = std::move(blocks_[head_]);
-    post(head_);
+    ++unposted_;
     head_ = head_ + 1 == posted ? 0 : head_ + 1;
     auto bytes = static_cast<std::size_t>(count);
     std::uint64_t note[2];
@@ -71,6 +73,14 @@ class receive_slots {
     return rx_buffer{std::move(b), begin, begin + bytes, status.MPI_SOURCE};
   }
 
+  /// Posts again the slots taken, all but the `keep` newest, oldest first: they go to the end of MPI's posted receives,
+  /// behind the slots still posted, so the ring's order stays the order of matching. The engine calls it when a
+  /// progress step starts, so a slot taken in one step is posted again before the next step's receives and after the
+  /// replies of its buffer left.
+  void repost(std::size_t keep = 0) {
+    for (; unposted_ > keep; --unposted_) post((head_ + posted - unposted_) % posted);
+  }
+
  private:
   void post(std::size_t i) {
     blocks_[i] = pool_.take(pool_.slot_bytes());
@@ -83,6 +93,7 @@ class receive_slots {
   std::vector<block> blocks_;  // a ring of `posted` slots
   std::vector<MPI_Request> requests_;
   std::size_t head_ = 0;  // the oldest posted slot
+  std::size_t unposted_ = 0;  // the slots just before head_ that next() took and that are not posted again yet
 };
 
 /// Sends a buffer larger than the receivers' slots: on large_tag, announced in the stream (wire.hpp).
