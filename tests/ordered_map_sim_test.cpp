@@ -731,6 +731,50 @@ TEST(NodeManager, CapacityGenerationsAndRing) {
   EXPECT_EQ(mgr::next_in_ring(1, 3, 4), -1);
 }
 
+// Where a client enters its operations under sequential consistency (client.hpp): a lower_bound with a shortcut
+// enters there without first-pass probes; a later lower_bound with a shortcut waits for it instead of entering at the
+// head; an operation on keys below the open one's shortcut does not; a lower_bound without a shortcut enters at the
+// head and probes from its first pass, and a later one with a shortcut waits for it rather than follow it there.
+TEST(SkipListClient, SequentialLowerBoundsEnterAtShortcutsAndWaitRatherThanFollowAtTheHead) {
+  namespace om = shoal::detail::ordered_map;
+  om::bulletin_board<long> board;
+  const om::node_ref at20{1, 2, 0};
+  const om::node_ref at50{1, 5, 0};
+  board.post(20, at20, 2);
+  board.post(50, at50, 1);
+  ordered_map_options opt;
+  opt.semantics = consistency::sequential;
+  om::client<long, long> c(opt, 1, board);
+  auto spec = [](op_kind op, long key) {
+    op_spec<long, long> s;
+    s.op = op;
+    s.key = key;
+    return s;
+  };
+  auto ignore = [] { return om::client<long, long>::completion([](op_result<long, long>&&) {}); };
+
+  auto first = c.try_issue(spec(op_kind::lower_bound, 25), ignore());
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->entry, at20);
+  EXPECT_FALSE(first->req.has(om::flag::with_probes));
+
+  // Its region is [20, +inf): a later lower_bound conflicts at its shortcut (50) and would overtake it from the head.
+  EXPECT_FALSE(c.try_issue(spec(op_kind::lower_bound, 60), ignore()));
+  // A find below 20 cannot change its answer: it enters at the head.
+  auto below = c.try_issue(spec(op_kind::find, 5), ignore());
+  ASSERT_TRUE(below);
+  EXPECT_EQ(below->entry, om::head_node);
+
+  // A lower_bound alone, without a shortcut for its key: at the head, probing from its first pass.
+  om::client<long, long> lone(opt, 1, board);
+  auto head = lone.try_issue(spec(op_kind::lower_bound, 7), ignore());
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->entry, om::head_node);
+  EXPECT_TRUE(head->req.has(om::flag::with_probes));
+  // While it is on its way, a later lower_bound that has a shortcut waits rather than follow it from the head.
+  EXPECT_FALSE(lone.try_issue(spec(op_kind::lower_bound, 60), ignore()));
+}
+
 TEST(BulletinBoard, LargestMinBelowWithHeight) {
   shoal::detail::ordered_map::bulletin_board<long> b;
   b.post(10, {0, 1, 0}, 1);

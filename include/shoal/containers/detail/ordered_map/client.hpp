@@ -69,6 +69,10 @@ class client {
       const bool shortcut_ok = sc && !conflicts(false, sc->min, region_hi, unbounded);
       if (!shortcut_ok) {
         if (conflicts(true, spec.key, region_hi, unbounded)) return std::nullopt;
+        // A lower_bound / successor that has a shortcut waits for the operations it conflicts with instead of entering
+        // at the head behind them: from the head it probes at every level where it descends (3-4 times the messages of
+        // a shortcut's pass), and while it is on its way every later one would have to follow it there.
+        if (sc && unbounded) return std::nullopt;
         via_head = true;
       }
     }
@@ -90,9 +94,12 @@ class client {
     r.value = spec.value;
     r.box = spec.box;
     if (kind == op_kind::range) r.set(flag::hi_inclusive);
-    // Sequential consistency probes from the first pass: a second pass re-enters at the head behind this client's
-    // later operations (which entered there too) and could see their effects, out of issue order.
-    if (unbounded && opt_.semantics == consistency::sequential) r.set(flag::with_probes);
+    // Sequential consistency probes from the first pass when it enters at the head: a second pass would re-enter there
+    // behind this client's later operations (which may enter at the head behind this one) and could see their
+    // effects, out of issue order. From a shortcut it does not: while it is on its way, a later operation of this
+    // client enters at the head only if every key it touches lies below the shortcut's min key (conflicts), so none of
+    // them can change the answer (a key >= `key`) of the second pass that the first one may need.
+    if (unbounded && opt_.semantics == consistency::sequential && via_head) r.set(flag::with_probes);
     return entering{std::move(r), via_head ? head_node : sc->node};
   }
 
@@ -142,7 +149,11 @@ class client {
     auto it = ops_.find(r.seq);
     if (it == ops_.end()) return;  // a request of the service itself
     reenter_at_head(it->first);
-    if (seeks_neighbour(r.op)) r.attempt = next_pass(it->second);
+    if (seeks_neighbour(r.op)) {
+      r.attempt = next_pass(it->second);
+      // Now at the head, later operations may follow it there: as a first pass from the head, it probes.
+      if (opt_.semantics == consistency::sequential) r.set(flag::with_probes);
+    }
   }
 
   /// Operations issued and not yet delivered.
