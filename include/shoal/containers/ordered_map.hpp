@@ -34,11 +34,15 @@
 //   find / insert / erase                  M = hops + 1 reply, hops = O(log_{1/p} N) expected from the head (fewer
 //                                          from a shortcut); each hop to a node of another rank is one message,
 //                                          a hop between nodes of one rank is a function call
-//   lower_bound / successor                as find, + 2 messages (probe, its reply) per node where it descends,
-//                                          to the closest node it descends in front of (at most the list's
-//                                          height; 3-4 remote messages in all at 10^6 keys, 2 ranks); under
-//                                          total_order and none the probes go only on a second pass from the head,
-//                                          taken when the key's node holds no key past k (about 1 in G')
+//   lower_bound / successor                as find; a pass that probes: + 2 messages (probe, its reply) per node
+//                                          where it descends, to the closest node it descends in front of (at most
+//                                          the list's height). The first pass probes only under sequential
+//                                          consistency when it enters at the head; otherwise the probes go only on
+//                                          a second pass from the head, taken when the key's node holds no key past
+//                                          k (about 1 in G'). About 1 remote message in all at 10^6 keys, 2 ranks.
+//                                          Under sequential consistency one that has a shortcut waits while an
+//                                          earlier operation of its rank could be overtaken (lower_bounds of one
+//                                          rank run one at a time)
 //   every (k+1)-th forward of a node to another rank: + 1 arrival message; the node holds requests meanwhile (k =
 //                                          ordered_map_options::asynchrony, set_asynchrony)
 //   insert that splits a node              + 1 allocation round trip when the free node is on another rank;
