@@ -118,7 +118,9 @@ replay_result replay(Store& store, const std::vector<request>& trace, std::size_
   std::size_t current = 0;
   for (std::size_t first = 0; first < trace.size(); first += step, current ^= 1) {
     out.segments += plans[current].issue(store, found, stored);
-    if (first + step < trace.size()) plans[current ^ 1].plan(trace, first + step, std::min(trace.size(), first + 2 * step));
+    if (const std::size_t next_first = first + step; next_first < trace.size()) {
+      plans[current ^ 1].plan(trace, next_first, std::min(trace.size(), next_first + step));
+    }
     store.wait();
     std::size_t next = 0;
     for (auto& f : found) {
