@@ -584,6 +584,37 @@ TEST(Am, RpcHandlerExceptionBecomesRemoteError) {
   shoal::am::barrier();
 }
 
+// The replies of one handler travel in one group per buffer: values (fixed size, counted by the group's size) and
+// failures (serialized text, counted one by one) interleave in it, in both orders; every future gets its own
+// answer and the barrier's message counts still agree.
+TEST(Am, RepliesOfFixedAndVariableSizeShareAGroup) {
+  reset();
+  constexpr int n = 600;
+  auto f = [](int v) -> std::uint64_t {
+    if (v % 3 == 1 || v % 7 == 0) throw std::runtime_error("odd one " + std::to_string(v));
+    return std::uint64_t{3} * static_cast<std::uint64_t>(v);
+  };
+  std::vector<shoal::future<std::uint64_t>> answers;
+  for (int v = 0; v < n; ++v) answers.push_back(shoal::rpc(right(), f, v));
+  int failures = 0;
+  for (int v = 0; v < n; ++v) {
+    const bool fails = v % 3 == 1 || v % 7 == 0;
+    try {
+      const std::uint64_t got = answers[static_cast<std::size_t>(v)].get();
+      EXPECT_FALSE(fails) << v;
+      EXPECT_EQ(got, std::uint64_t{3} * static_cast<std::uint64_t>(v));
+    } catch (const shoal::remote_error& e) {
+      ++failures;
+      EXPECT_TRUE(fails) << v;
+      EXPECT_NE(std::string(e.what()).find("odd one " + std::to_string(v)), std::string::npos) << e.what();
+    }
+  }
+  int expected_failures = 0;
+  for (int v = 0; v < n; ++v) expected_failures += v % 3 == 1 || v % 7 == 0;
+  EXPECT_EQ(failures, expected_failures);
+  shoal::am::barrier();
+}
+
 /// Runs am::barrier(), which must throw the remote_error of a reported handler failure: its text ("" if none came).
 std::string barrier_failure() {
   try {

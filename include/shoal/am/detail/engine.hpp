@@ -62,12 +62,21 @@ class engine {
   /// returned address at once (before any other shoal call). The fast path (same group as the open one, room left)
   /// is inline in write_message; this is the general one, kept out of line so that the caller's loop around the
   /// fast path keeps its own values in registers (inlined, it made GCC spill a benchmark's loop counter to the stack).
-  [[gnu::noinline]] std::byte* reserve(int dest, std::uint64_t key, std::size_t body) {
+  /// `fixed`: every message of group `key` has `body` bytes (trivially copyable arguments), so the group is counted
+  /// by its size when it closes (outbox::unit), not message by message.
+  [[gnu::noinline]] std::byte* reserve(int dest, std::uint64_t key, std::size_t body, bool fixed = false) {
     if (dest == held_) [[unlikely]] throw_held();
     outbox& o = out_[static_cast<std::size_t>(dest)];
     for (;;) {
       const auto room = static_cast<std::size_t>(o.end - o.cur);
-      if (o.key == key && o.team == team_ && room >= body) break;
+      if (o.key == key && o.team == team_ && room >= body) {
+        if (o.unit != 0 && (!fixed || body != o.unit)) {  // a message of another size joins: count from here on
+          o.count = o.open_count();
+          o.unit = 0;
+          o.fixed_key = 0;
+        }
+        break;
+      }
       if (room >= group_header_bytes + body) {
         close_group(o);
         const std::uint32_t words[2] = {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
@@ -77,6 +86,8 @@ class engine {
         o.cur += group_header_bytes;
         o.key = key;
         o.team = team_;
+        o.unit = fixed && body > 0 ? static_cast<std::uint32_t>(body) : 0;
+        o.fixed_key = o.unit != 0 ? key : 0;
         break;
       }
       if (o.cur != o.begin) {
@@ -91,7 +102,7 @@ class engine {
     }
     std::byte* p = o.cur;
     o.cur += body;
-    ++o.count;
+    if (o.unit == 0) ++o.count;
     return p;
   }
 
@@ -186,7 +197,7 @@ class engine {
   /// Messages appended to a buffer: those of closed groups plus the open ones.
   std::uint64_t sent() const {
     std::uint64_t n = counts_.sent();
-    for (const int dest : dirty_) n += out_[static_cast<std::size_t>(dest)].count;
+    for (const int dest : dirty_) n += out_[static_cast<std::size_t>(dest)].open_count();
     return n;
   }
   /// The same for the messages of one team (id not 0).
@@ -194,7 +205,7 @@ class engine {
     std::uint64_t n = counts_.of(team).sent;
     for (const int dest : dirty_) {
       const outbox& o = out_[static_cast<std::size_t>(dest)];
-      if (o.key != 0 && o.team == team) n += o.count;
+      if (o.key != 0 && o.team == team) n += o.open_count();
     }
     return n;
   }
@@ -305,10 +316,13 @@ class engine {
   /// Stores the open group's count in the buffer.
   void close_group(outbox& o) {
     if (o.key == 0) return;
-    std::memcpy(o.count_at, &o.count, sizeof o.count);
-    counts_.add_sent(o.team, o.count);
+    const std::uint32_t count = o.open_count();
+    std::memcpy(o.count_at, &count, sizeof count);
+    counts_.add_sent(o.team, count);
     o.key = 0;
     o.count = 0;
+    o.unit = 0;
+    o.fixed_key = 0;
   }
 
   /// A buffer for `dest` with room for `need` bytes: its limit (see eager_buffer_size; messages to oneself never touch

@@ -227,10 +227,11 @@ inline void put_raw(std::byte*& p, const T& v) {
   p += sizeof(T);
 }
 
-/// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially copyable header fields), then the
-/// arguments. Everything trivially copyable goes straight into the destination buffer (fast path: the open group is
-/// for the same handler and has room — no header, one count increment); otherwise it is serialized first into a
-/// scratch vector (reused, so no allocation once warm) and copied.
+/// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially
+/// copyable header fields), then the arguments. Everything trivially copyable goes straight into the destination
+/// buffer (fast path: the open group is one of fixed-size messages for the same handler and has room — no header, no
+/// count, only the cursor moves); otherwise it is serialized first into a scratch vector (reused, so no allocation
+/// once warm) and copied.
 template <class Wire, class... Prefix, class... Args>
 void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Prefix...>& prefix, Args&&... args) {
   using trivial = all_trivial<Wire>;
@@ -238,11 +239,10 @@ void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Pref
     constexpr std::size_t need = (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
     outbox& o = e.out(dest);
     std::byte* p = o.cur;
-    if (o.key == key && o.team == e.team() && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
-      o.cur = p + need;
-      ++o.count;
+    if (o.fixed_key == key && o.team == e.team() && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
+      o.cur = p + need;  // the group's count follows from its size (outbox::unit)
     } else {
-      p = e.reserve(dest, key, need);
+      p = e.reserve(dest, key, need, /*fixed=*/true);
     }
     std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
@@ -273,8 +273,8 @@ class hold_scope {
 
 /// A hold that also takes the destination's cursor, in its open group of messages of `unit` bytes each: `cur` and
 /// `end` live here (in registers, as the object's address never escapes) and the outbox shows no room meanwhile; the
-/// destructor puts the cursor back and counts the messages written into the group (one division, not a count per
-/// message).
+/// destructor puts the cursor back (a group of fixed-size messages is counted by its size; one that is counted
+/// message by message gets the messages written here added in one division).
 class outbox_hold {
  public:
   outbox_hold(engine& e, int dest, std::size_t unit)
@@ -284,7 +284,7 @@ class outbox_hold {
   outbox_hold(const outbox_hold&) = delete;
   outbox_hold& operator=(const outbox_hold&) = delete;
   ~outbox_hold() {
-    o_.count += static_cast<std::uint32_t>(static_cast<std::size_t>(cur - start_) / unit_);
+    if (o_.unit == 0) o_.count += static_cast<std::uint32_t>(static_cast<std::size_t>(cur - start_) / unit_);
     o_.cur = cur;
     o_.end = end;
   }
@@ -313,7 +313,7 @@ void write_each(engine& e, int dest, std::uint64_t key, It it, Sentinel last) {
       const hold_scope held(e, dest);
       return W(*it);
     }();
-    std::byte* p = e.reserve(dest, key, need);
+    std::byte* p = e.reserve(dest, key, need, /*fixed=*/true);
     put_raw(p, first);
     ++it;
     outbox_hold h(e, dest, need);

@@ -82,15 +82,25 @@ inline std::uint64_t group_key(std::int32_t word, std::int32_t function = 0) {
 }
 
 /// A destination's buffer being filled, and its open group (the last handler word written and how many messages
-/// of it follow; the count is stored at `count_at` when the group closes).
+/// of it follow; the count is stored at `count_at` when the group closes). A group of messages of one fixed size
+/// (trivially copyable arguments) is not counted as it fills: its count is its bytes divided by `unit`, so appending
+/// a message moves the cursor and nothing else.
 struct outbox {
   std::byte* begin = nullptr;
   std::byte* cur = nullptr;
   std::byte* end = nullptr;
   std::uint64_t key = 0;  // of the open group (group_key); 0: none (word 0 is the anchor, never a trampoline)
   std::uint32_t team = 0;  // of the open group
-  std::uint32_t count = 0;
-  std::byte* count_at = nullptr;
+  std::uint32_t count = 0;  // messages of the open group, when unit == 0
+  std::uint32_t unit = 0;  // bytes per message of the open group when they are all the same size, else 0
+  std::uint64_t fixed_key = 0;  // key when unit != 0, else 0: what write_message's inline path appends to
+  std::byte* count_at = nullptr;  // the group's count word; its first message starts 8 bytes after it
+
+  /// Messages in the open group.
+  std::uint32_t open_count() const {
+    if (unit == 0 || key == 0) return count;
+    return static_cast<std::uint32_t>(static_cast<std::size_t>(cur - (count_at + 8)) / unit);
+  }
   block bytes{};
   std::size_t limit = 0;  // bytes the next buffer holds (0: eager_buffer_size); see eager_buffer_size
   bool listed = false;  // in engine::dirty
