@@ -359,6 +359,38 @@ TEST(Am, ProgressDeliversWithoutBarrier) {
   shoal::am::barrier();
 }
 
+// progress_transfers lets MPI move what it has and nothing more: no handler runs (not even for messages that have
+// arrived), no buffered message leaves; it may be called inside a handler. What was sent before it, a buffer larger
+// than any receive slot included, arrives whole afterwards.
+TEST(Am, ProgressTransfersRunsNoHandlerAndSendsNothingNew) {
+  reset();
+  shoal::post(right(), [](std::vector<std::int64_t> v) {
+    EXPECT_EQ(v.size(), 40000u);
+    EXPECT_EQ(v.back(), 39999);
+    ++h::count;
+  }, [] {
+    std::vector<std::int64_t> v(40000);
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+  }());
+  shoal::am::flush();  // the large buffer is on its way
+  shoal::post(me(), [] { ++h::count; });
+  shoal::post(right(), [] {
+    shoal::am::progress_transfers();  // inside a handler: fine, and nothing nests
+    ++h::count;
+  });
+  const shoal::am::statistics before = shoal::am::stats();
+  const std::int64_t ran = h::count;  // a neighbour's messages may have run in reset()'s barrier already
+  for (int i = 0; i < 200; ++i) shoal::am::progress_transfers();
+  const shoal::am::statistics after = shoal::am::stats();
+  EXPECT_EQ(h::count, ran);
+  EXPECT_EQ(after.buffers_sent, before.buffers_sent);
+  EXPECT_EQ(after.messages_handled, before.messages_handled);
+  EXPECT_EQ(after.messages_sent, before.messages_sent);
+  shoal::am::barrier();
+  EXPECT_EQ(h::count, 3);
+}
+
 // ---- ordering -----------------------------------------------------------------------------------------------------
 
 std::vector<std::int64_t> next_expected;  // per source

@@ -144,6 +144,19 @@ class engine {
     }
   }
 
+  /// Lets MPI move what it already has — the outstanding sends and the receives posted ahead — and nothing else: no
+  /// handler runs, no buffer is sent or taken. For long local loops (a batch's own part): on transports where a
+  /// large message moves in pieces only while both ranks call MPI (Open MPI's shared memory without CMA, TCP and
+  /// most networks across hosts), a rank that computes for milliseconds would otherwise hold its peer's transfer.
+  void progress_transfers() {
+    if (sends_.size() > 0) {
+      sends_.test();
+    } else {
+      int flag = 0;  // a probe is MPI's cheapest call that runs its progress engine; what it finds stays where it is
+      SHOAL_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, MPI_STATUS_IGNORE));
+    }
+  }
+
   /// The part of poll() that starts no handler: completes sends and sends what handlers wrote.
   void poll_sends() {
     sends_.test();

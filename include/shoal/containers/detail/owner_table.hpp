@@ -458,8 +458,9 @@ class owner_table {
 
   /// The environment rank of team rank r (messages travel between environment ranks).
   int to_world(int r) const { return reg_.team().to_world(r); }
-  /// Inside a handler: the team rank of the rank that sent the message.
-  int origin() const { return reg_.team().from_world(am::current_source()); }
+  /// Inside a handler: the team rank of the rank that sent the message (-1 outside handlers; read once per message,
+  /// so without am::current_source()'s usage check).
+  int origin() const { return reg_.team().from_world(am::detail::get().current_source()); }
 
   /// The chunk of futures being filled for operations whose chunk type has `tag` (future_chunk::tag).
   layer::state_ptr<layer::counted>& open_chunk(const void* tag) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "shoal/am/control.hpp"
 #include "shoal/containers/detail/owner_table/replies.hpp"
 #include "shoal/containers/dist_map_results.hpp"
 
@@ -50,21 +51,29 @@ inline constexpr std::size_t batch_prefetch_distance = 8;
 
 /// Runs f(i) for i = 0..n-1 at the owner, with key key_at(i + batch_prefetch_distance) prefetched in `table` before
 /// f(i) when the local table offers prefetch (shoal::local::flat does): a part's lookups overlap their cache misses
-/// instead of taking them one after another.
+/// instead of taking them one after another. Every am::transfer_stride operations MPI moves what it has meanwhile
+/// (am::progress_transfers): a batch's own part runs while the other parts travel, and on transports that move a
+/// large message only while both ranks call MPI, a part's milliseconds of local work would otherwise hold them.
 template <class Table, class KeyAt, class F>
 void for_each_prefetched(const Table& table, std::size_t n, KeyAt&& key_at, F&& f) {
   if (n == 1) {  // nothing to overlap (a group of one single operation)
     f(0);
     return;
   }
+  constexpr std::size_t stride = am::transfer_stride;
+  static_assert((stride & (stride - 1)) == 0, "a power of two: the test below is a mask");
+  const auto step = [&](std::size_t i) {
+    f(i);
+    if (((i + 1) & (stride - 1)) == 0 && i + 1 < n) [[unlikely]] am::progress_transfers();
+  };
   if constexpr (requires { table.prefetch(key_at(0)); }) {
     for (std::size_t i = 0; i < std::min(n, batch_prefetch_distance); ++i) table.prefetch(key_at(i));
     for (std::size_t i = 0; i < n; ++i) {
       if (i + batch_prefetch_distance < n) table.prefetch(key_at(i + batch_prefetch_distance));
-      f(i);
+      step(i);
     }
   } else {
-    for (std::size_t i = 0; i < n; ++i) f(i);
+    for (std::size_t i = 0; i < n; ++i) step(i);
   }
 }
 template <class Table, class K, class F>
