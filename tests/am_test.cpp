@@ -616,6 +616,44 @@ TEST(Am, RpcHandlerExceptionBecomesRemoteError) {
   shoal::am::barrier();
 }
 
+// Strings and vectors of plain elements are written straight into the buffer (their size is known first): one
+// handler's messages of every length share its group (empty ones, a converted argument, a span for the vector, one
+// larger than any buffer), and each arrives with exactly its bytes, in order.
+TEST(Am, StringsAndVectorsArriveExactlyFromEveryArgumentForm) {
+  reset();
+  static std::int64_t next = 0, wrong = 0;
+  next = 0;
+  wrong = 0;
+  shoal::am::barrier();
+  auto check = [](std::int64_t i, std::string s, std::vector<std::uint32_t> v, std::uint16_t tail) {
+    if (i != next++) ++wrong;
+    const auto len = static_cast<std::size_t>(i % 5 == 4 ? 70000 : i % 13);
+    if (s != std::string(len % 7, static_cast<char>('a' + i % 26))) ++wrong;
+    if (v.size() != len) ++wrong;
+    for (std::size_t j = 0; j < v.size(); ++j) wrong += v[j] != static_cast<std::uint32_t>(i * 3 + static_cast<std::int64_t>(j));
+    if (tail != static_cast<std::uint16_t>(i)) ++wrong;
+  };
+  constexpr std::int64_t n = 400;
+  std::vector<std::uint32_t> values;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto len = static_cast<std::size_t>(i % 5 == 4 ? 70000 : i % 13);  // every 5th larger than a 64 KiB buffer
+    values.resize(len);
+    for (std::size_t j = 0; j < len; ++j) values[j] = static_cast<std::uint32_t>(i * 3 + static_cast<std::int64_t>(j));
+    const std::string text(len % 7, static_cast<char>('a' + i % 26));
+    switch (i % 3) {
+      case 0: shoal::post(right(), check, i, text, values, static_cast<std::uint16_t>(i)); break;
+      case 1:  // a const char* made into the string; a span for the vector
+        shoal::post(right(), check, i, text.c_str(), std::span<const std::uint32_t>(values),
+                    static_cast<std::uint16_t>(i));
+        break;
+      default: shoal::post(right(), check, i, std::string(text), std::vector<std::uint32_t>(values), static_cast<std::uint16_t>(i));
+    }
+  }
+  shoal::am::barrier();
+  EXPECT_EQ(next, n);
+  EXPECT_EQ(wrong, 0);
+}
+
 // The replies of one handler travel in one group per buffer: values (fixed size, counted by the group's size) and
 // failures (serialized text, counted one by one) interleave in it, in both orders; every future gets its own
 // answer and the barrier's message counts still agree.

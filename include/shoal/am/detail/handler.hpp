@@ -198,6 +198,14 @@ inline std::string describe_failure(const std::string& name, int source, int tar
 
 // ---- writing messages --------------------------------------------------------------------------------------------
 
+/// Wire types whose serialized size follows from the value without serializing it: trivially copyable ones (their
+/// bytes) and strings and vectors of trivially copyable elements (a 64-bit length, then the elements' bytes).
+template <class Wire>
+struct all_sized;
+template <class... W>
+struct all_sized<type_list<W...>>
+    : std::bool_constant<((trivially_serializable<W> || contiguous_serializable<W>) && ...)> {};
+
 /// The value to serialize for a wire type W given an argument: the argument itself when it already is a W.
 template <class W, class A>
 decltype(auto) as_wire(A&& a) {
@@ -227,6 +235,46 @@ inline void put_raw(std::byte*& p, const T& v) {
   p += sizeof(T);
 }
 
+/// An argument of a sized wire type W (all_sized) as what is written: the trivially copyable value, or the elements
+/// of a string or vector as a span (of the argument itself when it is a W or a span for one, else of a W made from it).
+template <class W, class A>
+decltype(auto) sized_view(A&& a) {
+  if constexpr (trivially_serializable<W>) {
+    return W(std::forward<A>(a));
+  } else {
+    using T = typename W::value_type;
+    if constexpr (span_for_vector<W, A>() || std::is_same_v<std::remove_cvref_t<A>, W>) {
+      return std::span<const T>(a.data(), a.size());
+    } else {
+      return W(std::forward<A>(a));  // a conversion: the W itself (kept alive by the caller's tuple)
+    }
+  }
+}
+
+/// Bytes a sized argument (sized_view) takes in a message.
+template <class V>
+std::size_t sized_bytes(const V& v) {
+  if constexpr (trivially_serializable<V>) {
+    return sizeof(V);
+  } else {
+    return sizeof(std::uint64_t) + v.size() * sizeof(typename V::value_type);
+  }
+}
+
+/// Writes a sized argument as byte_writer would (the same bytes: a string or vector is its length, then its elements).
+template <class V>
+void put_sized(std::byte*& p, const V& v) {
+  if constexpr (trivially_serializable<V>) {
+    put_raw(p, v);
+  } else {
+    const std::uint64_t n = v.size();
+    put_raw(p, n);
+    const std::size_t bytes = v.size() * sizeof(typename V::value_type);
+    if (bytes > 0) std::memcpy(p, v.data(), bytes);
+    p += bytes;
+  }
+}
+
 /// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially
 /// copyable header fields), then the arguments. Everything trivially copyable goes straight into the destination
 /// buffer (fast path: the open group is one of fixed-size messages for the same handler and has room — no header, no
@@ -246,6 +294,24 @@ void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Pref
     }
     std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
     [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
+  } else if constexpr (all_sized<Wire>::value) {
+    // Strings and vectors of plain elements: the message's size is known before it is written, so it is written
+    // where it travels (no scratch copy); the open group of this handler takes it inline when it has room.
+    [&]<class... W>(type_list<W...>) {
+      const std::tuple views{sized_view<W>(std::forward<Args>(args))...};  // values: spans, plain values or Ws
+      const std::size_t need = std::apply([](const auto&... f) { return (std::size_t{0} + ... + sizeof(f)); }, prefix) +
+                               std::apply([](const auto&... v) { return (std::size_t{0} + ... + sized_bytes(v)); }, views);
+      outbox& o = e.out(dest);
+      std::byte* p = o.cur;
+      if (o.key == key && o.unit == 0 && o.team == e.team() && static_cast<std::size_t>(o.end - p) >= need) {
+        o.cur = p + need;
+        ++o.count;
+      } else {
+        p = e.reserve(dest, key, need);
+      }
+      std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
+      std::apply([&](const auto&... v) { (put_sized(p, v), ...); }, views);
+    }(Wire{});
   } else {
     std::vector<std::byte> bytes = std::move(g_spare);  // nested sends (from handlers run below) get their own
     bytes.clear();
