@@ -49,8 +49,9 @@
 //                                        request and a reply. post_<op>: M = 1. Futures: one allocation per 64
 //   single operation, owner is this rank  M = 0: grouped the same way and run here when the group leaves (inline
 //                                        at once while the futures are waited for one at a time)
-//   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline). An
-//                                        owner's part above the AM buffer (64 KiB) travels alone, received blocking.
+//   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline, after
+//                                        the other parts left, letting MPI move them every 1,024 keys). An owner's
+//                                        part above the AM buffer (64 KiB) travels alone, received blocking.
 //                                        Keys, values and results of plain bytes (find / erase, and the pair
 //                                        batches): cut in one counting sort, copied once each way (no encoding);
 //                                        an optional result travels as its value and a presence byte
