@@ -630,7 +630,9 @@ TEST(Am, StringsAndVectorsArriveExactlyFromEveryArgumentForm) {
     const auto len = static_cast<std::size_t>(i % 5 == 4 ? 70000 : i % 13);
     if (s != std::string(len % 7, static_cast<char>('a' + i % 26))) ++wrong;
     if (v.size() != len) ++wrong;
-    for (std::size_t j = 0; j < v.size(); ++j) wrong += v[j] != static_cast<std::uint32_t>(i * 3 + static_cast<std::int64_t>(j));
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      wrong += v[j] != static_cast<std::uint32_t>(i * 3 + static_cast<std::int64_t>(j));
+    }
     if (tail != static_cast<std::uint16_t>(i)) ++wrong;
   };
   constexpr std::int64_t n = 400;
@@ -646,7 +648,9 @@ TEST(Am, StringsAndVectorsArriveExactlyFromEveryArgumentForm) {
         shoal::post(right(), check, i, text.c_str(), std::span<const std::uint32_t>(values),
                     static_cast<std::uint16_t>(i));
         break;
-      default: shoal::post(right(), check, i, std::string(text), std::vector<std::uint32_t>(values), static_cast<std::uint16_t>(i));
+      default:  // temporaries
+        shoal::post(right(), check, i, std::string(text), std::vector<std::uint32_t>(values),
+                    static_cast<std::uint16_t>(i));
     }
   }
   shoal::am::barrier();

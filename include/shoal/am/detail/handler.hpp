@@ -298,9 +298,12 @@ void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Pref
     // Strings and vectors of plain elements: the message's size is known before it is written, so it is written
     // where it travels (no scratch copy); the open group of this handler takes it inline when it has room.
     [&]<class... W>(type_list<W...>) {
-      const std::tuple views{sized_view<W>(std::forward<Args>(args))...};  // values: spans, plain values or Ws
-      const std::size_t need = std::apply([](const auto&... f) { return (std::size_t{0} + ... + sizeof(f)); }, prefix) +
-                               std::apply([](const auto&... v) { return (std::size_t{0} + ... + sized_bytes(v)); }, views);
+      // Values (spans, plain values or Ws), named types: CTAD would unwrap a single std::tuple argument.
+      const std::tuple<decltype(sized_view<W>(std::forward<Args>(args)))...> views{
+          sized_view<W>(std::forward<Args>(args))...};
+      constexpr std::size_t prefix_bytes = (std::size_t{0} + ... + sizeof(Prefix));
+      const std::size_t need =
+          prefix_bytes + std::apply([](const auto&... v) { return (std::size_t{0} + ... + sized_bytes(v)); }, views);
       outbox& o = e.out(dest);
       std::byte* p = o.cur;
       if (o.key == key && o.unit == 0 && o.team == e.team() && static_cast<std::size_t>(o.end - p) >= need) {
