@@ -278,8 +278,8 @@ void put_sized(std::byte*& p, const V& v) {
 /// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially
 /// copyable header fields), then the arguments. Everything trivially copyable goes straight into the destination
 /// buffer (fast path: the open group is one of fixed-size messages for the same handler and has room — no header, no
-/// count, only the cursor moves); otherwise it is serialized first into a scratch vector (reused, so no allocation
-/// once warm) and copied.
+/// count, only the cursor moves). Strings and vectors of plain elements are sized first and written in place too.
+/// Anything else is serialized first into a scratch vector (reused, so no allocation once warm) and copied.
 template <class Wire, class... Prefix, class... Args>
 void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Prefix...>& prefix, Args&&... args) {
   using trivial = all_trivial<Wire>;

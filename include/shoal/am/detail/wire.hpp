@@ -95,15 +95,15 @@ struct outbox {
   std::uint32_t unit = 0;  // bytes per message of the open group when they are all the same size, else 0
   std::uint64_t fixed_key = 0;  // key when unit != 0, else 0: what write_message's inline path appends to
   std::byte* count_at = nullptr;  // the group's count word; its first message starts 8 bytes after it
+  block bytes{};
+  std::size_t limit = 0;  // bytes the next buffer holds (0: eager_buffer_size); see eager_buffer_size
+  bool listed = false;  // in engine::dirty
 
   /// Messages in the open group.
   std::uint32_t open_count() const {
     if (unit == 0 || key == 0) return count;
     return static_cast<std::uint32_t>(static_cast<std::size_t>(cur - (count_at + 8)) / unit);
   }
-  block bytes{};
-  std::size_t limit = 0;  // bytes the next buffer holds (0: eager_buffer_size); see eager_buffer_size
-  bool listed = false;  // in engine::dirty
 };
 
 }  // namespace shoal::am::detail
