@@ -103,6 +103,27 @@ class span_inbuf : public std::streambuf {
 }  // namespace detail
 
 /// Appends serialized values to a byte vector.
+namespace detail {
+
+/// Bytes that `n` elements take written as a std::vector of them: a 64-bit length, then the elements' bytes.
+template <trivially_serializable T>
+constexpr std::size_t contiguous_bytes(std::size_t n) {
+  return sizeof(std::uint64_t) + n * sizeof(T);
+}
+
+/// Writes `elements` as a std::vector of them at `p`, which has room for contiguous_bytes<T>(elements.size()), and
+/// moves `p` past them (the bytes byte_writer::write_contiguous appends).
+template <trivially_serializable T>
+void put_contiguous(std::byte*& p, std::span<const T> elements) {
+  const std::uint64_t n = elements.size();
+  std::memcpy(p, &n, sizeof n);
+  p += sizeof n;
+  if (n != 0) std::memcpy(p, elements.data(), elements.size_bytes());  // an empty one may have no buffer
+  p += elements.size_bytes();
+}
+
+}  // namespace detail
+
 class byte_writer {
  public:
   explicit byte_writer(std::vector<std::byte>& out) : out_(out) {}
@@ -133,9 +154,10 @@ class byte_writer {
   /// Elements written as a std::vector<T> of them is (read back as one): the length, then their bytes.
   template <trivially_serializable T>
   void write_contiguous(std::span<const T> elements) {
-    const std::uint64_t n = elements.size();
-    write_bytes(&n, sizeof n);
-    write_bytes(elements.data(), n * sizeof(T));
+    const std::size_t at = out_.size();
+    out_.resize(at + detail::contiguous_bytes<T>(elements.size()));
+    std::byte* p = out_.data() + at;
+    detail::put_contiguous(p, elements);
   }
 
   std::vector<std::byte>& buffer() { return out_; }

@@ -257,7 +257,7 @@ std::size_t sized_bytes(const V& v) {
   if constexpr (trivially_serializable<V>) {
     return sizeof(V);
   } else {
-    return sizeof(std::uint64_t) + v.size() * sizeof(typename V::value_type);
+    return shoal::detail::contiguous_bytes<typename V::value_type>(v.size());
   }
 }
 
@@ -267,11 +267,7 @@ void put_sized(std::byte*& p, const V& v) {
   if constexpr (trivially_serializable<V>) {
     put_raw(p, v);
   } else {
-    const std::uint64_t n = v.size();
-    put_raw(p, n);
-    const std::size_t bytes = v.size() * sizeof(typename V::value_type);
-    if (bytes > 0) std::memcpy(p, v.data(), bytes);
-    p += bytes;
+    shoal::detail::put_contiguous(p, std::span<const typename V::value_type>(v.data(), v.size()));
   }
 }
 
