@@ -310,6 +310,7 @@ TEST_P(OrderedMapSim, SequentialConsistencyIsLinearizablePerKeyInIssueOrderAcros
   constexpr long groups = 6;
   const int ranks = GetParam();
   const h::ordered_map_key_model model{{}, width, -1};
+  std::uint64_t run_again = 0;
   for (int seed = 1; seed <= 100; ++seed) {
     std::mt19937_64 rng(static_cast<std::uint64_t>(seed) * 2654435761u + static_cast<std::uint64_t>(ranks));
     sim s(ranks, small_options(consistency::sequential), static_cast<std::uint64_t>(seed));
@@ -388,7 +389,14 @@ TEST_P(OrderedMapSim, SequentialConsistencyIsLinearizablePerKeyInIssueOrderAcros
     const auto r = h::check_linearizable_in_issue_order(ops, model);
     ASSERT_EQ(r.outcome, h::verdict::ok) << "seed " << seed << ": " << r.explanation;
     check_structure(s);
+    for (int rr = 0; rr < ranks; ++rr) run_again += s.at(rr).stats().reads_run_again;
   }
+  // Reads overtake one another; those that saw a key an earlier one saw later run again (client.hpp, settle_read).
+  // (One rank handles every message in the order it is sent: no read completes before an earlier one.)
+  if (ranks > 1) {
+    EXPECT_GT(run_again, 0u) << "no read ran beside an earlier one on the same keys: the test lost its point";
+  }
+  std::printf("reads run again: %llu\n", static_cast<unsigned long long>(run_again));
 }
 
 TEST_P(OrderedMapSim, NoConsistencyKeepsTheListCorrect) {
@@ -732,10 +740,11 @@ TEST(NodeManager, CapacityGenerationsAndRing) {
 }
 
 // Where a client enters its operations under sequential consistency (client.hpp): a lower_bound with a shortcut
-// enters there without first-pass probes; a later lower_bound with a shortcut waits for it instead of entering at the
-// head; an operation on keys below the open one's shortcut does not; a lower_bound without a shortcut enters at the
+// enters there without first-pass probes, capped by the next shortcut's min key; a later read above the cap enters at
+// its own shortcut at once, while a later write above the lower_bound's key waits (a second pass would read there); an
+// operation on keys below the open one's shortcut enters at the head; a lower_bound without a shortcut enters at the
 // head and probes from its first pass, and a later one with a shortcut waits for it rather than follow it there.
-TEST(SkipListClient, SequentialLowerBoundsEnterAtShortcutsAndWaitRatherThanFollowAtTheHead) {
+TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
   namespace om = shoal::detail::ordered_map;
   om::bulletin_board<long> board;
   const om::node_ref at20{1, 2, 0};
@@ -757,9 +766,16 @@ TEST(SkipListClient, SequentialLowerBoundsEnterAtShortcutsAndWaitRatherThanFollo
   ASSERT_TRUE(first);
   EXPECT_EQ(first->entry, at20);
   EXPECT_FALSE(first->req.has(om::flag::with_probes));
+  EXPECT_TRUE(first->req.has(om::flag::capped));
+  EXPECT_EQ(first->req.hi, 50);
 
-  // Its region is [20, +inf): a later lower_bound conflicts at its shortcut (50) and would overtake it from the head.
-  EXPECT_FALSE(c.try_issue(spec(op_kind::lower_bound, 60), ignore()));
+  // For reads its region is [20, 50): a lower_bound from the shortcut at 50 enters at once (no shortcut after it: not
+  // capped). For writes it is [20, +inf): an insert above 25 waits.
+  auto second = c.try_issue(spec(op_kind::lower_bound, 60), ignore());
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->entry, at50);
+  EXPECT_FALSE(second->req.has(om::flag::capped));
+  EXPECT_FALSE(c.try_issue(spec(op_kind::insert, 70), ignore()));
   // A find below 20 cannot change its answer: it enters at the head.
   auto below = c.try_issue(spec(op_kind::find, 5), ignore());
   ASSERT_TRUE(below);
@@ -771,8 +787,94 @@ TEST(SkipListClient, SequentialLowerBoundsEnterAtShortcutsAndWaitRatherThanFollo
   ASSERT_TRUE(head);
   EXPECT_EQ(head->entry, om::head_node);
   EXPECT_TRUE(head->req.has(om::flag::with_probes));
+  EXPECT_FALSE(head->req.has(om::flag::capped));
   // While it is on its way, a later lower_bound that has a shortcut waits rather than follow it from the head.
   EXPECT_FALSE(lone.try_issue(spec(op_kind::lower_bound, 60), ignore()));
+}
+
+// A capped lower_bound that finds nothing below its cap passes again from the head, probing (client.hpp). That pass
+// waits for the earlier reads it could overtake; the later reads issued beside its capped pass are held back until it
+// has its answer, and one that may have read a key it read runs again (a new pass: replies of the old one are
+// ignored) and is delivered after its second run; one that read none is delivered as it is.
+TEST(SkipListClient, ReadsBesideACappedPassThatPassesAgainAreHeldAndRunAgainIfTheyShareKeys) {
+  namespace om = shoal::detail::ordered_map;
+  using client_type = om::client<long, long>;
+  om::bulletin_board<long> board;
+  const om::node_ref at20{1, 2, 0};
+  const om::node_ref at50{1, 5, 0};
+  const om::node_ref at80{1, 8, 0};
+  board.post(20, at20, 2);
+  board.post(50, at50, 1);
+  board.post(80, at80, 1);
+  ordered_map_options opt;
+  opt.semantics = consistency::sequential;
+  for (const long a_answer : {55L, 61L}) {
+    SCOPED_TRACE(a_answer);
+    client_type c(opt, 1, board);
+    std::vector<std::pair<long, long>> delivered;  // (issue index, answer)
+    auto issue = [&](long key, long index, op_kind op = op_kind::lower_bound) {
+      op_spec<long, long> s;
+      s.op = op;
+      s.key = key;
+      auto e = c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
+        delivered.emplace_back(index, r.key ? *r.key : -1);
+      });
+      EXPECT_TRUE(e);
+      return e->req;
+    };
+    auto answer = [&](const om::request<long, long>& r, om::status st, long key) {
+      om::reply<long, long> p;
+      p.client = 1;
+      p.seq = r.seq;
+      p.op = r.op;
+      p.st = st;
+      p.key = key;
+      p.value = key;
+      p.attempt = r.attempt;
+      p.probes = 0;
+      c.on_reply(p);
+    };
+
+    const auto x = issue(85, 0, op_kind::find);  // [80, 85] from the shortcut at 80
+    const auto a = issue(25, 1);                 // capped: [20, 50)
+    const auto b = issue(60, 2);                 // capped: [50, 80)
+    answer(a, om::status::retry, 0);  // nothing in a's node between 25 and 50
+    EXPECT_FALSE(c.next_entry()) << "a's second pass from the head could overtake x, an earlier read";
+    answer(x, om::status::ok, 85);
+    ASSERT_EQ(delivered.size(), 1u);
+    auto again = c.next_entry();
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->second, client_type::entry_reason::again);
+    EXPECT_EQ(again->first.req.seq, a.seq);
+    EXPECT_EQ(again->first.entry, om::head_node);
+    EXPECT_TRUE(again->first.req.has(om::flag::with_probes));
+    EXPECT_FALSE(again->first.req.has(om::flag::capped));
+    answer(b, om::status::ok, 62);  // b saw [60, 62], beside a's second pass: held
+    EXPECT_EQ(delivered.size(), 1u);
+    answer(again->first.req, om::status::ok, a_answer);
+    if (a_answer < 60) {
+      ASSERT_EQ(delivered.size(), 3u) << "a read [25, 55]: nothing of b's";
+      EXPECT_EQ(delivered[1], std::make_pair(1L, 55L));
+      EXPECT_EQ(delivered[2], std::make_pair(2L, 62L));
+      EXPECT_FALSE(c.next_entry());
+      continue;
+    }
+    ASSERT_EQ(delivered.size(), 2u) << "a read [25, 61], b saw 60..62 maybe before it: b runs again";
+    EXPECT_EQ(delivered[1], std::make_pair(1L, 61L));
+    auto rerun = c.next_entry();
+    ASSERT_TRUE(rerun);
+    EXPECT_EQ(rerun->second, client_type::entry_reason::rerun);
+    EXPECT_EQ(rerun->first.req.seq, b.seq);
+    EXPECT_EQ(rerun->first.entry, at50);
+    EXPECT_TRUE(rerun->first.req.has(om::flag::capped));
+    EXPECT_EQ(rerun->first.req.attempt, b.attempt + 1);
+    EXPECT_FALSE(c.next_entry());
+    answer(b, om::status::ok, 99);  // a late reply of b's first run: ignored
+    EXPECT_EQ(delivered.size(), 2u);
+    answer(rerun->first.req, om::status::ok, 61);
+    ASSERT_EQ(delivered.size(), 3u);
+    EXPECT_EQ(delivered[2], std::make_pair(2L, 61L));
+  }
 }
 
 TEST(BulletinBoard, LargestMinBelowWithHeight) {

@@ -25,6 +25,7 @@ class bulletin_board {
     K min;
     node_ref node;
     int height = 0;
+    std::optional<K> next_min;  // the smallest posted min key above `key` (or at it, strictly): a node after key's
   };
 
   void post(const K& min, node_ref node, int height) { board_[min] = {node, height}; }
@@ -37,9 +38,10 @@ class bulletin_board {
   /// `min_height` tall.
   std::optional<shortcut> lookup(const K& key, bool strictly, int min_height = 1) const {
     auto it = strictly ? board_.lower_bound(key) : board_.upper_bound(key);
+    const std::optional<K> next = it == board_.end() ? std::nullopt : std::optional<K>(it->first);
     for (int looked = 0; it != board_.begin() && looked < max_scan; ++looked) {
       --it;
-      if (it->second.height >= min_height) return shortcut{it->first, it->second.node, it->second.height};
+      if (it->second.height >= min_height) return shortcut{it->first, it->second.node, it->second.height, next};
     }
     return std::nullopt;
   }

@@ -10,6 +10,15 @@
 // operations still on the way could be overtaken (their regions: open_region); otherwise at the head, where the list
 // keeps order — unless an earlier operation that entered at a shortcut could still be overtaken, in which case the
 // new one waits (try_issue returns nothing).
+//
+// Capped lower_bounds. A lower_bound / successor covers every key above its own, so it would conflict with every later
+// operation above it. One that enters at a shortcut is therefore *capped* by the min key of the next node on the
+// board (a node of this rank, so the node of its key lies before it): on this pass it answers only with a key below
+// the cap, and otherwise (rare: its key's node holds nothing between its key and the cap) passes again from the head
+// with probes. Later reads need to stay clear only of [shortcut, cap] (writes still of everything above the shortcut:
+// the second pass reads there). When a capped pass fails, the second pass waits until no earlier read that entered at
+// a shortcut it could overtake is on its way, and the later reads issued meanwhile that may read its keys are held
+// back and run again if they did (they could have seen a key before it did, older than it saw it).
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -18,6 +27,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -48,6 +58,12 @@ class client {
     node_ref entry;
   };
 
+  /// Why the client asks for a request to be entered outside try_issue.
+  enum class entry_reason : std::uint8_t {
+    again,   ///< a pass that failed (an empty node, a stale shortcut, a capped pass past its cap) goes again
+    rerun,   ///< a read that may have seen a key older than an earlier read of this client did runs again
+  };
+
   /// `opt` (its semantics and window settings) and `board` are the service's and outlive the client.
   client(const ordered_map_options& opt, int rank, const bulletin_board<K>& board)
       : opt_(opt), me_(rank), board_(board), window_(std::clamp(opt.window, opt.window_min, opt.window_max)) {}
@@ -58,69 +74,47 @@ class client {
   std::optional<entering> try_issue(const ordered_map_operation<K, V>& spec, completion&& done) {
     if (ops_.size() >= window_) return std::nullopt;
     const op_kind kind = kind_of(spec.op);
-    const bool strict = kind == op_kind::erase;
-    // The keys an operation may touch: [key, hi] for a range, [key, +inf) for lower_bound / successor, else key.
-    const K& region_hi = kind == op_kind::range ? spec.hi : spec.key;
-    const bool unbounded = seeks_neighbour(kind);
-    std::optional<typename bulletin_board<K>::shortcut> sc;
-    if (opt_.semantics != consistency::total_order) sc = board_.lookup(spec.key, strict);
-    bool via_head = !sc.has_value();
-    if (opt_.semantics == consistency::sequential) {
-      const bool shortcut_ok = sc && !conflicts(false, sc->min, region_hi, unbounded);
-      if (!shortcut_ok) {
-        if (conflicts(true, spec.key, region_hi, unbounded)) return std::nullopt;
-        // A lower_bound / successor that has a shortcut waits for the operations it conflicts with instead of entering
-        // at the head behind them: from the head it probes at every level where it descends (3-4 times the messages of
-        // a shortcut's pass), and while it is on its way every later one would have to follow it there.
-        if (sc && unbounded) return std::nullopt;
-        via_head = true;
-      }
-    }
+    const auto at = entry_for(kind, spec.key, kind == op_kind::range ? spec.hi : spec.key, no_limit);
+    if (!at) return std::nullopt;
     const std::uint64_t seq = next_seq_++;
     if (ops_.empty()) next_delivery_ = seq;  // every earlier operation has been delivered
     auto& o = ops_[seq];
     o.op = kind;
     o.key = spec.key;
     o.done = std::move(done);
-    open_.push_back({seq, via_head ? K{} : sc->min, region_hi, via_head, unbounded});
-    if (kind == op_kind::range) o.cursor = spec.key;
-
-    request_type r;
-    r.op = kind;
-    r.client = me_;
-    r.seq = seq;
-    r.key = spec.key;
-    r.hi = spec.hi;
+    if (kind == op_kind::range) {
+      o.cursor = spec.key;
+      o.hi = spec.hi;
+      o.box = spec.box;
+    }
+    open_.push_back(region_of(seq, o, *at));
+    request_type r = request_for(seq, o, *at);
     r.value = spec.value;
-    r.box = spec.box;
-    if (kind == op_kind::range) r.set(flag::hi_inclusive);
-    // Sequential consistency probes from the first pass when it enters at the head: a second pass would re-enter there
-    // behind this client's later operations (which may enter at the head behind this one) and could see their
-    // effects, out of issue order. From a shortcut it does not: while it is on its way, a later operation of this
-    // client enters at the head only if every key it touches lies below the shortcut's min key (conflicts), so none of
-    // them can change the answer (a key >= `key`) of the second pass that the first one may need.
-    if (unbounded && opt_.semantics == consistency::sequential && via_head) r.set(flag::with_probes);
-    return entering{std::move(r), via_head ? head_node : sc->node};
+    return entering{std::move(r), at->node};
   }
 
-  /// A reply of a node to one of this client's operations. Returns the request of a new pass from the head when a
-  /// lower_bound / successor pass met an empty node.
-  std::optional<request_type> on_reply(reply_type& p) {
+  /// A reply of a node to one of this client's operations. Requests it makes the client enter wait in next_entry().
+  void on_reply(reply_type& p) {
     auto it = ops_.find(p.seq);
-    if (it == ops_.end()) return std::nullopt;
+    if (it == ops_.end()) return;
+    const std::uint64_t seq = it->first;
     auto& o = it->second;
-    if (o.completed) return std::nullopt;  // a late probe of a lower_bound answered by its key's node
+    if (o.completed || o.ran) return;  // a late probe of a lower_bound answered by its key's node
     auto& res = o.result;
     if (seeks_neighbour(p.op)) {
-      std::optional<request_type> again;
-      if (!neighbour_answered(o, it->first, p, again)) return again;
+      bool again = false;
+      if (!neighbour_answered(o, p, again)) {
+        if (again) pass_again(seq, o);
+        issue_waiting();
+        return;
+      }
     } else if (p.op == op_kind::range) {
       res.head_stamp = p.head_stamp;
       // Parts are appended in key order as soon as they join the prefix received so far (a range of one part, the
       // common case, moves straight into the result); the others wait in `parts` by start key.
       if (!(p.key == o.cursor)) {
         o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.items)});
-        return std::nullopt;
+        return;
       }
       typename client_op::part next{p.hi, p.hi_inclusive, std::move(p.items)};
       for (;;) {
@@ -128,7 +122,7 @@ class client {
         if (next.inclusive) break;
         o.cursor = next.hi;
         auto part = o.parts.find(o.cursor);
-        if (part == o.parts.end()) return std::nullopt;
+        if (part == o.parts.end()) return;
         next = std::move(part->second);
         o.parts.erase(part);
       }
@@ -137,23 +131,41 @@ class client {
       res.st = result_status(p.st == status::split_needed ? status::ok : p.st);
       if (p.op == op_kind::find && p.st == status::ok) res.value = std::move(p.value);
     }
-    o.completed = true;
-    close_region(it->first);
     adapt_window();
-    deliver_completed(it);
-    return std::nullopt;
+    ran(seq, o);
+    deliver_completed(seq);
+    issue_waiting();
   }
 
-  /// One of this client's requests came back (stale shortcut, entry too low): it re-enters at the head.
+  /// One of this client's requests came back (stale shortcut, entry too low): it re-enters at the head (next_entry).
   void on_bounce(request_type& r) {
     auto it = ops_.find(r.seq);
-    if (it == ops_.end()) return;  // a request of the service itself
+    if (it == ops_.end()) {  // a request of the service itself
+      to_enter_.push_back({{std::move(r), head_node}, entry_reason::again});
+      return;
+    }
+    auto& o = it->second;
+    if (o.capped) {  // a capped lower_bound / successor: its pass from the head is a second pass
+      pass_again(it->first, o);
+      issue_waiting();
+      return;
+    }
     reenter_at_head(it->first);
     if (seeks_neighbour(r.op)) {
-      r.attempt = next_pass(it->second);
+      r.attempt = next_pass(o);
       // Now at the head, later operations may follow it there: as a first pass from the head, it probes.
       if (opt_.semantics == consistency::sequential) r.set(flag::with_probes);
     }
+    to_enter_.push_back({{std::move(r), head_node}, entry_reason::again});
+  }
+
+  /// The next request the client needs entered (nothing when there is none). The service enters them one by one:
+  /// entering one may run handlers that reply to this client again.
+  std::optional<std::pair<entering, entry_reason>> next_entry() {
+    if (to_enter_.empty()) return std::nullopt;
+    auto e = std::move(to_enter_.front());
+    to_enter_.pop_front();
+    return e;
   }
 
   /// Operations issued and not yet delivered.
@@ -161,10 +173,14 @@ class client {
   std::size_t window() const { return window_; }
 
  private:
+  /// Why an operation waits to enter again (waiting_).
+  enum class waits_for : std::uint8_t { nothing, second_pass, rerun };
+
   struct client_op {
     op_kind op = op_kind::find;
     K key{};
-    bool completed = false;
+    bool completed = false;  // its result is final: delivered in issue order
+    bool ran = false;        // its current run has its result, held until no earlier second pass may undo it
     completion done;
     result_type result;
     // range reassembly: parts by start key, and the start of the first part not yet received
@@ -175,25 +191,65 @@ class client {
     };
     std::map<K, part> parts;
     K cursor{};
+    K hi{};        // range: its last key; capped lower_bound / successor: its cap
+    key_box box;   // range over dimensions (a read run again is requested afresh)
+    bool capped = false;
     // lower_bound / successor: the current pass, its probes (expected once the search has answered) and the best
     // probe answer so far
     std::uint8_t attempt = 0;
     int probes_expected = -1;
     int probes_received = 0;
     bool probe_failed = false;
+    // sequential consistency: second passes of earlier operations this read waits for, whether one of them read one
+    // of its keys (it runs again), and (a second pass) the later reads it holds back
+    std::uint32_t shadows = 0;
+    bool stale = false;
+    waits_for waiting = waits_for::nothing;
+    std::vector<std::uint64_t> shadowed;
   };
   /// A flat table: no allocation per operation (moved out before its completion runs, which may issue more).
   using op_table = absl::flat_hash_map<std::uint64_t, client_op>;
 
   /// The keys an operation still on its way may visit (sequential consistency): from its entry (the head, or a
-  /// shortcut's min key) to its largest key (none: unbounded). A flat list, scanned on every issue.
+  /// shortcut's min key) to its largest key (none: unbounded; a capped lower_bound: below its cap for reads). A flat
+  /// list, scanned on every issue.
   struct open_region {
     std::uint64_t seq = 0;
     K entry_min{};
-    K hi{};
+    K lo{};   // its own first key
+    K hi{};   // its largest key (a lower_bound / successor: its key)
+    K cap{};  // capped: the largest key its pass may read
     bool via_head = true;
     bool unbounded = false;  // lower_bound / successor: the keys above hi too
+    bool capped = false;
+    bool read = false;
+    bool may_rerun = false;  // a read held back by an earlier second pass
+
+    /// Its largest key as an operation that is a read (`by_read`) or a write must respect; nullptr: none.
+    const K* top(bool by_read) const {
+      if (capped && by_read) return &cap;
+      return unbounded ? nullptr : &hi;
+    }
+    /// Whether every key it visits, as seen by a read (`by_read`) or a write, lies below `k`.
+    bool below(const K& k, bool by_read) const {
+      if (capped && by_read) return !(k < cap);  // a capped pass reads only keys below its cap
+      return !unbounded && hi < k;
+    }
   };
+
+  /// Where an operation enters: a shortcut (its node and min key, and for a lower_bound / successor under sequential
+  /// consistency the cap) or the head.
+  struct entry_point {
+    node_ref node = head_node;
+    K entry_min{};
+    K cap{};
+    bool via_head = true;
+    bool capped = false;
+  };
+
+  static constexpr std::uint64_t no_limit = ~std::uint64_t{0};
+
+  static bool is_read(op_kind k) { return k != op_kind::insert && k != op_kind::erase && k != op_kind::split; }
 
   /// Appends a range part to the result (moves its vector in when the result is still empty).
   static void append(result_type& res, typename client_op::part& part) {
@@ -220,14 +276,15 @@ class client {
   }
 
   /// A reply of a lower_bound / successor pass: the search's own (probes >= 0) or a probe's. True once the operation
-  /// has its answer; a pass that met an empty node runs again from the head (`again`).
-  bool neighbour_answered(client_op& o, std::uint64_t seq, reply_type& p, std::optional<request_type>& again) {
+  /// has its answer; a pass that must run again from the head sets `again`.
+  bool neighbour_answered(client_op& o, reply_type& p, bool& again) {
     if (p.attempt != o.attempt) return false;
     auto& res = o.result;
     res.head_stamp = std::max(res.head_stamp, p.head_stamp);
     if (p.probes >= 0 && p.st == status::retry) {
-      // A pass without probes found no key past `key` in the node of the key: again from the head, probing.
-      again = new_pass(o, seq, true);
+      // A pass without probes found no key past `key` (below its cap) in the node of the key: again from the head,
+      // probing.
+      again = true;
       return false;
     }
     if (p.probes >= 0) {
@@ -249,29 +306,245 @@ class client {
     }
     if (o.probes_expected < 0 || (o.probes_expected > 0 && o.probes_received < o.probes_expected)) return false;
     if (o.probes_expected > 0 && o.probe_failed) {
-      again = new_pass(o, seq, true);
+      again = true;
       return false;
     }
     if (!res.key) res.st = ordered_map_status::absent;
     return true;
   }
 
-  /// The request of a new pass of a lower_bound / successor from the head (`probing`: it probes the nodes past
-  /// its key's node, for when that node has no key past `key`).
-  request_type new_pass(client_op& o, std::uint64_t seq, bool probing) {
+  /// A lower_bound / successor runs again from the head, probing. After a capped pass (or its bounce) it waits in
+  /// waiting_ (issue_waiting); otherwise it enters at once.
+  void pass_again(std::uint64_t seq, client_op& o) {
+    next_pass(o);
+    if (o.capped && opt_.semantics == consistency::sequential) {
+      o.waiting = waits_for::second_pass;
+      waiting_.push_back(seq);
+      // Until it enters, its region covers every key above its shortcut's min key for every operation.
+      if (auto* r = find_region(seq)) r->capped = false;
+      return;
+    }
+    reenter_at_head(seq);
+    to_enter_.push_back({{probing_request(seq, o), head_node}, entry_reason::again});
+  }
+
+  /// The request of a pass from the head that probes the nodes past its key's node.
+  request_type probing_request(std::uint64_t seq, const client_op& o) const {
     request_type r;
     r.op = o.op;
     r.client = me_;
     r.seq = seq;
     r.key = o.key;
-    r.set(flag::with_probes, probing);
-    r.attempt = next_pass(o);
-    reenter_at_head(seq);
+    r.attempt = o.attempt;
+    r.set(flag::with_probes);
     return r;
   }
 
-  void deliver_completed(typename op_table::iterator it) {
+  /// A run of operation `seq` has its result. Final unless an earlier second pass may still read one of its keys
+  /// (held), or one did (it runs again).
+  void ran(std::uint64_t seq, client_op& o) {
+    o.ran = true;
+    if (o.shadows > 0) return;
+    if (o.stale) return run_again(seq, o);
+    settle(seq, o);
+  }
+
+  /// Operation `seq`'s result is final: its region closes and, a second pass, the reads it held back are released
+  /// (those that may have read one of the keys it read run again).
+  void settle(std::uint64_t seq, client_op& o) {
+    o.ran = false;
+    o.completed = true;
+    close_region(seq);
+    if (o.shadowed.empty()) return;
+    const K* top = o.result.key ? &*o.result.key : nullptr;  // it read [key, answer], or every key above key
+    auto held = std::move(o.shadowed);
+    const K from = o.key;
+    for (const std::uint64_t later : held) {
+      auto it = ops_.find(later);
+      auto& l = it->second;
+      --l.shadows;
+      const K* ltop = read_top(l);
+      if ((top == nullptr || !(*top < l.key)) && (ltop == nullptr || !(*ltop < from))) l.stale = true;
+      if (l.shadows == 0 && l.ran) ran(later, l);
+    }
+  }
+
+  /// The largest key a read may have read on its current run (nullptr: unbounded).
+  static const K* read_top(const client_op& o) {
+    if (o.op == op_kind::find) return &o.key;
+    if (o.op == op_kind::range) return &o.hi;
+    if ((o.ran || o.completed) && o.result.key) return &*o.result.key;
+    return o.capped ? &o.hi : nullptr;
+  }
+
+  /// A read runs again: its result is dropped (late probes of its old pass are recognised by the attempt number);
+  /// it waits in waiting_ for an entry, its region open meanwhile.
+  void run_again(std::uint64_t seq, client_op& o) {
+    o.ran = false;
+    o.stale = false;
+    o.result = {};
+    o.parts.clear();
+    o.cursor = o.key;
+    if (seeks_neighbour(o.op)) next_pass(o);
+    o.waiting = waits_for::rerun;
+    waiting_.push_back(seq);
+    hold_region(seq, o);
+  }
+
+  /// Keeps the region of a read that may run again open (reopens it when its result had been final), so that no later
+  /// write of its keys is issued before it has run.
+  void hold_region(std::uint64_t seq, const client_op& o) {
+    if (auto* r = find_region(seq)) {
+      r->may_rerun = true;
+      return;
+    }
+    open_region r = region_of(seq, o, entry_point{});
+    r.via_head = false;  // enters nowhere yet: every later operation its keys may concern keeps clear
+    r.entry_min = o.key;
+    r.may_rerun = true;
+    open_.push_back(r);
+  }
+
+  /// Enters the operations waiting in waiting_ where they now may.
+  void issue_waiting() {
+    for (std::size_t i = 0; i < waiting_.size();) {
+      const std::uint64_t seq = waiting_[i];
+      auto& o = ops_.find(seq)->second;
+      if (!(o.waiting == waits_for::second_pass ? enter_second_pass(seq, o) : enter_rerun(seq, o))) {
+        ++i;
+        continue;
+      }
+      o.waiting = waits_for::nothing;
+      waiting_[i] = waiting_.back();
+      waiting_.pop_back();
+    }
+  }
+
+  /// The second pass of a capped lower_bound / successor enters at the head once no earlier operation it could
+  /// overtake is on its way. The later reads issued beside its capped pass that may read its keys (above its key) are
+  /// held back until it has its answer.
+  bool enter_second_pass(std::uint64_t seq, client_op& o) {
+    open_region n;
+    n.lo = o.key;
+    n.hi = o.key;
+    n.unbounded = true;
+    n.read = true;
+    if (conflicts(n, seq)) return false;
+    o.capped = false;
+    if (auto* r = find_region(seq)) {
+      r->via_head = true;
+      r->capped = false;
+    }
+    for (auto& [later, l] : ops_) {
+      if (later <= seq || !is_read(l.op)) continue;
+      const K* top = read_top(l);
+      if (top != nullptr && *top < o.key) continue;  // reads only below its key
+      if (l.completed) {  // final, not delivered: held back again
+        l.completed = false;
+        l.ran = true;
+      }
+      ++l.shadows;
+      o.shadowed.push_back(later);
+      hold_region(later, l);
+    }
+    to_enter_.push_back({{probing_request(seq, o), head_node}, entry_reason::again});
+    return true;
+  }
+
+  /// A read that runs again enters as a new operation would (only earlier operations count; the window does not).
+  bool enter_rerun(std::uint64_t seq, client_op& o) {
+    const auto at = entry_for(o.op, o.key, o.op == op_kind::range ? o.hi : o.key, seq);
+    if (!at) return false;
+    o.capped = at->capped;
+    if (at->capped) o.hi = at->cap;
+    if (auto* r = find_region(seq)) {
+      const bool may_rerun = r->may_rerun;
+      *r = region_of(seq, o, *at);
+      r->may_rerun = may_rerun;
+    }
+    to_enter_.push_back({{request_for(seq, o, *at), at->node}, entry_reason::rerun});
+    return true;
+  }
+
+  /// Where an operation of kind `kind` on `key` whose largest key is `hi` may enter now, counting the operations
+  /// issued before `before`; nothing when it must wait (sequential consistency).
+  std::optional<entry_point> entry_for(op_kind kind, const K& key, const K& hi, std::uint64_t before) const {
+    std::optional<typename bulletin_board<K>::shortcut> sc;
+    if (opt_.semantics != consistency::total_order) sc = board_.lookup(key, kind == op_kind::erase);
     if (opt_.semantics != consistency::sequential) {
+      if (!sc) return entry_point{};
+      return entry_point{sc->node, sc->min, K{}, false, false};
+    }
+    open_region n;
+    n.lo = key;
+    n.hi = hi;
+    n.unbounded = seeks_neighbour(kind);
+    n.read = is_read(kind);
+    if (sc) {
+      n.via_head = false;
+      n.entry_min = sc->min;
+      if (n.unbounded && sc->next_min) {
+        n.capped = true;
+        n.cap = *sc->next_min;
+      }
+      if (!conflicts(n, before)) return entry_point{sc->node, sc->min, n.cap, false, n.capped};
+    }
+    // A lower_bound / successor that has a shortcut waits for the operations it conflicts with instead of entering
+    // at the head behind them: from the head it probes at every level where it descends (3-4 times the messages of
+    // a shortcut's pass), and while it is on its way every later one would have to follow it there.
+    if (sc && n.unbounded) return std::nullopt;
+    n.via_head = true;
+    n.capped = false;
+    if (conflicts(n, before)) return std::nullopt;
+    return entry_point{};
+  }
+
+  /// The region of operation `seq` entering at `at`.
+  open_region region_of(std::uint64_t seq, const client_op& o, const entry_point& at) const {
+    open_region r;
+    r.seq = seq;
+    r.entry_min = at.entry_min;
+    r.lo = o.key;
+    r.hi = o.op == op_kind::range ? o.hi : o.key;
+    r.cap = at.cap;
+    r.via_head = at.via_head;
+    r.unbounded = seeks_neighbour(o.op);
+    r.capped = at.capped;
+    r.read = is_read(o.op);
+    return r;
+  }
+
+  /// The request of operation `seq` entering at `at` (an insert's value is the caller's to set).
+  request_type request_for(std::uint64_t seq, client_op& o, const entry_point& at) const {
+    request_type r;
+    r.op = o.op;
+    r.client = me_;
+    r.seq = seq;
+    r.key = o.key;
+    r.hi = o.hi;
+    r.box = o.box;
+    r.attempt = o.attempt;
+    o.capped = at.capped;
+    if (o.op == op_kind::range) r.set(flag::hi_inclusive);
+    if (at.capped) {
+      o.hi = at.cap;
+      r.hi = at.cap;
+      r.set(flag::capped);
+    }
+    // Sequential consistency probes from the first pass when it enters at the head: a second pass would re-enter there
+    // behind this client's later operations (which may enter at the head behind this one) and could see their
+    // effects, out of issue order. From a shortcut it does not: while it is on its way, a later write of this client
+    // enters at the head only if every key it touches lies below the shortcut's min key (conflicts), so none of them
+    // can change the answer (a key >= `key`) of the second pass that the first one may need.
+    if (seeks_neighbour(o.op) && opt_.semantics == consistency::sequential && at.via_head) r.set(flag::with_probes);
+    return r;
+  }
+
+  /// Delivers what completed: operation `seq` (without the hold-back queue: it settled as it ran), or every final
+  /// result next in issue order.
+  void deliver_completed(std::uint64_t seq) {
+    if (opt_.semantics != consistency::sequential) {
+      auto it = ops_.find(seq);
       auto o = std::move(it->second);
       ops_.erase(it);
       o.done(std::move(o.result));
@@ -288,14 +561,22 @@ class client {
     }
   }
 
-  /// Sequential consistency: may a new operation covering keys up to `hi`, entering at the head (`at_head`) or at a
-  /// shortcut whose min key is `entry_min`, overtake one of this client's operations still on its way?
-  bool conflicts(bool at_head, const K& entry_min, const K& hi, bool unbounded) const {
+  /// Sequential consistency: may operation `n` (its region as it would enter) overtake one of this client's operations
+  /// issued before `before` and still on its way — or, a write at the head, change a key a read held back by an earlier
+  /// second pass may still read when it runs again (behind it)?
+  bool conflicts(const open_region& n, std::uint64_t before) const {
     for (const auto& o : open_) {
-      if (at_head && o.via_head) continue;  // both enter at the head: the list keeps their order
+      if (o.seq >= before) continue;
+      if (n.via_head && o.via_head) {
+        // Both enter at the head: the list keeps their order, unless the earlier one may run again behind this one.
+        if (n.read || !o.read || !o.may_rerun) continue;
+        const K* otop = o.top(false);
+        if (n.hi < o.lo || (otop != nullptr && *otop < n.lo)) continue;
+        return true;
+      }
       // The nodes an operation visits lie between its entry and its largest key (no largest key: unbounded).
-      const bool below = !at_head && !o.unbounded && o.hi < entry_min;
-      const bool above = !o.via_head && !unbounded && hi < o.entry_min;
+      const bool below = !n.via_head && o.below(n.entry_min, n.read);
+      const bool above = !o.via_head && n.below(o.entry_min, o.read);
       if (!below && !above) return true;
     }
     return false;
@@ -308,7 +589,10 @@ class client {
   }
 
   void reenter_at_head(std::uint64_t seq) {
-    if (auto* o = find_region(seq)) o->via_head = true;
+    if (auto* o = find_region(seq)) {
+      o->via_head = true;
+      o->capped = false;
+    }
   }
 
   void close_region(std::uint64_t seq) {
@@ -340,7 +624,9 @@ class client {
   const bulletin_board<K>& board_;
   op_table ops_;  // the operations issued and not yet delivered, by sequence number
   std::uint64_t next_delivery_ = 1;  // sequential consistency: the sequence number delivered next
-  std::vector<open_region> open_;  // regions of the operations in ops_ not yet completed
+  std::vector<open_region> open_;  // regions of the operations in ops_ whose result is not final
+  std::vector<std::uint64_t> waiting_;  // operations waiting to enter again (second passes, reads run again)
+  std::deque<std::pair<entering, entry_reason>> to_enter_;  // requests for the service to enter (next_entry)
   std::uint64_t next_seq_ = 1;
   std::size_t window_;
   int sample_count_ = 0;

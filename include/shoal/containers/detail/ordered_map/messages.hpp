@@ -69,6 +69,7 @@ inline constexpr std::uint16_t probe = 256;        // lower_bound / successor: t
 inline constexpr std::uint16_t with_probes = 512;  // lower_bound / successor: this pass probes (the first one does not)
 inline constexpr std::uint16_t merge = 1024;       // with node_removal: an under-full node gives its keys to its
                                                    // level-0 predecessor and is unlinked
+inline constexpr std::uint16_t capped = 2048;      // lower_bound / successor: answers only with a key below `hi`
 }  // namespace flag
 
 /// A request: one operation of one client, or one part of a range query.
@@ -83,7 +84,7 @@ struct request {
   std::int32_t entry_height = 0;
   std::uint64_t head_stamp = 0;
   K key{};
-  K hi{};                      // range: end of the part
+  K hi{};                      // range: end of the part; lower_bound / successor with flag::capped: the cap
   V value{};                   // insert
   key_box box;                 // range over dimensions
   node_ref new_node;           // split: the node being linked in
@@ -112,6 +113,7 @@ struct request {
     if (op == op_kind::erase || op == op_kind::split) ar(waiters);
     if (has(flag::synchronous)) ar(sender);
     if (seeks_neighbour(op)) ar(attempt, probes, probed);
+    if (seeks_neighbour(op) && has(flag::capped)) ar(hi);
   }
 };
 

@@ -214,14 +214,23 @@ class service {
       return handle(p);
     }
     client_.on_bounce(b.req);
-    enter(std::move(b.req), head_ref);
+    enter_for_client(false);  // the bounce was counted where it left
   }
 
   void handle(reply_type& p) {
     if (p.st == status::split_needed) issue_split(p);
-    if (auto again = client_.on_reply(p)) {  // a lower_bound / successor pass met an empty node: again from the head
-      ++stats_.bounces;
-      enter(std::move(*again), head_ref);
+    client_.on_reply(p);
+    enter_for_client(true);
+  }
+
+  /// Enters what the client asks for: a pass that goes again from the head (a lower_bound / successor pass that met an
+  /// empty node or its cap: counted as bounces with `count_again`), a read that runs again (client.hpp). One at a
+  /// time: entering one may run handlers that reply to the client again.
+  void enter_for_client(bool count_again) {
+    while (auto e = client_.next_entry()) {
+      if (e->second == client_type::entry_reason::rerun) ++stats_.reads_run_again;
+      if (e->second == client_type::entry_reason::again && count_again) ++stats_.bounces;
+      enter(std::move(e->first.req), e->first.entry);
     }
   }
 

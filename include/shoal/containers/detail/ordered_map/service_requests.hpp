@@ -169,8 +169,13 @@ void service<K, V>::at_bottom(node_type& x, request_type&& r) {
     case op_kind::successor: {
       reply_type p = first_key_from(x, r);
       p.probes = r.probes;
-      // A pass without probes answers only from the node of its key; past its last key it runs again, probing.
-      if (p.st == status::absent && !r.has(flag::with_probes) && x.tower[0].has_next()) p.st = status::retry;
+      // A pass without probes answers only from the node of its key; past its last key it runs again, probing. A
+      // capped pass answers only below its cap (client.hpp), else it runs again too.
+      if (r.has(flag::capped)) {
+        if (p.st != status::ok || !(p.key < r.hi)) p.st = status::retry;
+      } else if (p.st == status::absent && !r.has(flag::with_probes) && x.tower[0].has_next()) {
+        p.st = status::retry;
+      }
       return post_reply(std::move(p));
     }
     default: return;
