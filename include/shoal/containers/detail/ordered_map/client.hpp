@@ -87,7 +87,8 @@ class client {
       o.hi = spec.hi;
       o.box = spec.box;
     }
-    open_.push_back(region_of(seq, o, *at));
+    // Regions order a client's operations under sequential consistency only (the other semantics never look).
+    if (opt_.semantics == consistency::sequential) open_.push_back(region_of(seq, o, *at));
     request_type r = request_for(seq, o, *at);
     r.value = spec.value;
     return entering{std::move(r), at->node};
