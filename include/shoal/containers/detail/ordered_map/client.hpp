@@ -448,6 +448,7 @@ class client {
       o.shadowed.push_back(later);
       hold_region(later, l);
     }
+    std::sort(o.shadowed.begin(), o.shadowed.end());  // released in issue order, whatever the table's order
     to_enter_.push_back({{probing_request(seq, o), head_node}, entry_reason::again});
     return true;
   }
