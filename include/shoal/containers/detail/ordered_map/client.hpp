@@ -89,6 +89,7 @@ class client {
     }
     // Regions order a client's operations under sequential consistency only (the other semantics never look).
     if (opt_.semantics == consistency::sequential) open_.push_back(region_of(seq, o, *at));
+    take_entry(o, *at);
     request_type r = request_for(seq, o, *at);
     r.value = spec.value;
     return entering{std::move(r), at->node};
@@ -331,12 +332,7 @@ class client {
 
   /// The request of a pass from the head that probes the nodes past its key's node.
   request_type probing_request(std::uint64_t seq, const client_op& o) const {
-    request_type r;
-    r.op = o.op;
-    r.client = me_;
-    r.seq = seq;
-    r.key = o.key;
-    r.attempt = o.attempt;
+    request_type r = request_for(seq, o, entry_point{});
     r.set(flag::with_probes);
     return r;
   }
@@ -457,8 +453,7 @@ class client {
   bool enter_rerun(std::uint64_t seq, client_op& o) {
     const auto at = entry_for(o.op, o.key, o.op == op_kind::range ? o.hi : o.key, seq);
     if (!at) return false;
-    o.capped = at->capped;
-    if (at->capped) o.hi = at->cap;
+    take_entry(o, *at);
     if (auto* r = find_region(seq)) {
       const bool may_rerun = r->may_rerun;
       *r = region_of(seq, o, *at);
@@ -516,8 +511,14 @@ class client {
     return r;
   }
 
-  /// The request of operation `seq` entering at `at` (an insert's value is the caller's to set).
-  request_type request_for(std::uint64_t seq, client_op& o, const entry_point& at) const {
+  /// Operation `o` enters at `at`: a capped pass keeps its cap in `hi`.
+  static void take_entry(client_op& o, const entry_point& at) {
+    o.capped = at.capped;
+    if (at.capped) o.hi = at.cap;
+  }
+
+  /// The request of operation `seq` entering at `at` (take_entry first; an insert's value is the caller's to set).
+  request_type request_for(std::uint64_t seq, const client_op& o, const entry_point& at) const {
     request_type r;
     r.op = o.op;
     r.client = me_;
@@ -526,13 +527,8 @@ class client {
     r.hi = o.hi;
     r.box = o.box;
     r.attempt = o.attempt;
-    o.capped = at.capped;
     if (o.op == op_kind::range) r.set(flag::hi_inclusive);
-    if (at.capped) {
-      o.hi = at.cap;
-      r.hi = at.cap;
-      r.set(flag::capped);
-    }
+    if (at.capped) r.set(flag::capped);
     // Sequential consistency probes from the first pass when it enters at the head: a second pass would re-enter there
     // behind this client's later operations (which may enter at the head behind this one) and could see their
     // effects, out of issue order. From a shortcut it does not: while it is on its way, a later write of this client
