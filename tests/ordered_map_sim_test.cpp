@@ -391,12 +391,58 @@ TEST_P(OrderedMapSim, SequentialConsistencyIsLinearizablePerKeyInIssueOrderAcros
     check_structure(s);
     for (int rr = 0; rr < ranks; ++rr) run_again += s.at(rr).stats().reads_run_again;
   }
-  // Reads overtake one another; those that saw a key an earlier one saw later run again (client.hpp, settle_read).
-  // (One rank handles every message in the order it is sent: no read completes before an earlier one.)
-  if (ranks > 1) {
-    EXPECT_GT(run_again, 0u) << "no read ran beside an earlier one on the same keys: the test lost its point";
-  }
+  // Reads held beside a second pass that ran again (ReadsBesideASecondPassRunAgainInIssueOrder makes them happen).
   std::printf("reads run again: %llu\n", static_cast<unsigned long long>(run_again));
+}
+
+// One client, sparse keys: lower_bound(x + 1) answers x + 10, and a find of x + 10 follows it. Where x + 10 is the min
+// key of a node of the client's rank, the lower_bound is capped there and its key's node holds nothing below the cap:
+// it passes again from the head, while the find entered beside it at the shortcut of x + 10. The find is held, runs
+// again (it read a key the second pass read) and is delivered after it: every answer right, all in issue order.
+// Also the way most runs again happen in the randomized tests, which see few of them.
+TEST_P(OrderedMapSim, ReadsBesideASecondPassRunAgainInIssueOrder) {
+  const int ranks = GetParam();
+  sim s(ranks, small_options(consistency::sequential), 11);
+  for (long k = 0; k < 400; k += 10) {
+    op_spec<long, long> spec{op_kind::insert, k, 0, k, {}};
+    while (!s.at(0).try_issue(spec, [](auto&&) {})) s.step();
+  }
+  s.run_until_quiet();
+  auto run_again = [&] {
+    std::uint64_t n = 0;
+    for (int r = 0; r < ranks; ++r) n += s.at(r).stats().reads_run_again;
+    return n;
+  };
+  const std::uint64_t before = run_again();
+  auto& client = s.at(ranks - 1);
+  std::mt19937_64 rng(5);
+  std::vector<long> expected;
+  std::vector<std::pair<std::size_t, long>> delivered;  // (issue index, answer)
+  for (int i = 0; i < 300; ++i) {
+    const long x = 10 * static_cast<long>(rng() % 39);
+    const op_spec<long, long> ops[] = {{op_kind::lower_bound, x + 1, 0, 0, {}}, {op_kind::find, x + 10, 0, 0, {}}};
+    for (const auto& spec : ops) {
+      const std::size_t index = expected.size();
+      expected.push_back(x + 10);
+      while (!client.try_issue(spec, [&delivered, index](op_result<long, long>&& res) {
+        delivered.emplace_back(index, res.key ? *res.key : res.value ? *res.value : -1);
+      })) {
+        s.step();
+      }
+    }
+  }
+  s.run_until_quiet();
+  ASSERT_EQ(delivered.size(), expected.size());
+  for (std::size_t i = 0; i < delivered.size(); ++i) {
+    EXPECT_EQ(delivered[i].first, i) << "delivered out of issue order";
+    EXPECT_EQ(delivered[i].second, expected[delivered[i].first]) << "#" << delivered[i].first;
+  }
+  // (At one rank a request runs to its end inside the call that enters it: the second pass has entered before the
+  // find is issued, and the find follows it from the head.)
+  if (ranks > 1) {
+    EXPECT_GT(run_again() - before, 0u) << "no read ran beside a second pass: the test lost its point";
+  }
+  std::printf("reads run again: %llu\n", static_cast<unsigned long long>(run_again() - before));
 }
 
 TEST_P(OrderedMapSim, NoConsistencyKeepsTheListCorrect) {

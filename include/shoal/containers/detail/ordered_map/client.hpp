@@ -225,7 +225,7 @@ class client {
     bool unbounded = false;  // lower_bound / successor: the keys above hi too
     bool capped = false;
     bool read = false;
-    bool may_rerun = false;  // a read held back by an earlier second pass
+    bool may_rerun = false;  // a read held back by an earlier second pass, a lower_bound / successor from the head
 
     /// Its largest key as an operation that is a read (`by_read`) or a write must respect; nullptr: none.
     const K* top(bool by_read) const {
@@ -315,11 +315,12 @@ class client {
     return true;
   }
 
-  /// A lower_bound / successor runs again from the head, probing. After a capped pass (or its bounce) it waits in
-  /// waiting_ (issue_waiting); otherwise it enters at once.
+  /// A lower_bound / successor runs again from the head, probing. Under sequential consistency it waits in waiting_
+  /// (issue_waiting): later reads of its client may be on their way beside it — above a capped pass's cap, or behind
+  /// a pass from the head, which the new pass would follow; otherwise it enters at once.
   void pass_again(std::uint64_t seq, client_op& o) {
     next_pass(o);
-    if (o.capped && opt_.semantics == consistency::sequential) {
+    if (opt_.semantics == consistency::sequential) {
       o.waiting = waits_for::second_pass;
       waiting_.push_back(seq);
       // Until it enters, its region covers every key above its shortcut's min key for every operation.
@@ -417,9 +418,9 @@ class client {
     }
   }
 
-  /// The second pass of a capped lower_bound / successor enters at the head once no earlier operation it could
-  /// overtake is on its way. The later reads issued beside its capped pass that may read its keys (above its key) are
-  /// held back until it has its answer.
+  /// The second pass of a lower_bound / successor enters at the head once no earlier operation it could overtake is
+  /// on its way. The later reads issued beside its first pass that may read its keys (above its key) are held back
+  /// until it has its answer.
   bool enter_second_pass(std::uint64_t seq, client_op& o) {
     open_region n;
     n.lo = o.key;
@@ -431,6 +432,7 @@ class client {
     if (auto* r = find_region(seq)) {
       r->via_head = true;
       r->capped = false;
+      r->may_rerun = true;  // from the head: a later write there must wait for it
     }
     for (auto& [later, l] : ops_) {
       if (later <= seq || !is_read(l.op)) continue;
@@ -457,7 +459,7 @@ class client {
     if (auto* r = find_region(seq)) {
       const bool may_rerun = r->may_rerun;
       *r = region_of(seq, o, *at);
-      r->may_rerun = may_rerun;
+      r->may_rerun = r->may_rerun || may_rerun;
     }
     to_enter_.push_back({{request_for(seq, o, *at), at->node}, entry_reason::rerun});
     return true;
@@ -508,6 +510,9 @@ class client {
     r.unbounded = seeks_neighbour(o.op);
     r.capped = at.capped;
     r.read = is_read(o.op);
+    // A lower_bound / successor from the head may pass again from the head, behind what entered there after it: a
+    // later write at the head must not touch its keys meanwhile (conflicts).
+    r.may_rerun = r.unbounded && at.via_head;
     return r;
   }
 
