@@ -789,7 +789,8 @@ TEST(NodeManager, CapacityGenerationsAndRing) {
 // enters there without first-pass probes, capped by the next shortcut's min key; a later read above the cap enters at
 // its own shortcut at once, while a later write above the lower_bound's key waits (a second pass would read there); an
 // operation on keys below the open one's shortcut enters at the head; a lower_bound without a shortcut enters at the
-// head and probes from its first pass, and a later one with a shortcut waits for it rather than follow it there.
+// head and probes from its first pass, and a later one with a shortcut waits for it rather than follow it there, as
+// does a later write at the head of a key it may read.
 TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
   namespace om = shoal::detail::ordered_map;
   om::bulletin_board<long> board;
@@ -836,6 +837,12 @@ TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
   EXPECT_FALSE(head->req.has(om::flag::capped));
   // While it is on its way, a later lower_bound that has a shortcut waits rather than follow it from the head.
   EXPECT_FALSE(lone.try_issue(spec(op_kind::lower_bound, 60), ignore()));
+  // So does a write at the head of a key it may read (it may have to pass again from the head, behind the write); a
+  // write below its key enters behind it.
+  EXPECT_FALSE(lone.try_issue(spec(op_kind::insert, 9), ignore()));
+  auto low = lone.try_issue(spec(op_kind::insert, 3), ignore());
+  ASSERT_TRUE(low);
+  EXPECT_EQ(low->entry, om::head_node);
 }
 
 // A capped lower_bound that finds nothing below its cap passes again from the head, probing (client.hpp). That pass
