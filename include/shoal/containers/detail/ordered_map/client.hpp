@@ -16,9 +16,11 @@
 // board (a node of this rank, so the node of its key lies before it): on this pass it answers only with a key below
 // the cap, and otherwise (rare: its key's node holds nothing between its key and the cap) passes again from the head
 // with probes. Later reads need to stay clear only of [shortcut, cap] (writes still of everything above the shortcut:
-// the second pass reads there). When a capped pass fails, the second pass waits until no earlier read that entered at
-// a shortcut it could overtake is on its way, and the later reads issued meanwhile that may read its keys are held
-// back and run again if they did (they could have seen a key before it did, older than it saw it).
+// the second pass reads there). A second pass (after a capped pass, or a pass from the head that met an empty node)
+// waits until no earlier operation that entered at a shortcut it could overtake is on its way; the later reads issued
+// before it entered that may read its keys are held back and run again if they did (they could have seen a key before
+// it did, older than it saw it). A later write at the head keeps clear of the keys of an open lower_bound from the
+// head, whose next pass would follow it there.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -227,11 +229,6 @@ class client {
     bool read = false;
     bool may_rerun = false;  // a read held back by an earlier second pass, a lower_bound / successor from the head
 
-    /// Its largest key as an operation that is a read (`by_read`) or a write must respect; nullptr: none.
-    const K* top(bool by_read) const {
-      if (capped && by_read) return &cap;
-      return unbounded ? nullptr : &hi;
-    }
     /// Whether every key it visits, as seen by a read (`by_read`) or a write, lies below `k`.
     bool below(const K& k, bool by_read) const {
       if (capped && by_read) return !(k < cap);  // a capped pass reads only keys below its cap
@@ -565,16 +562,15 @@ class client {
   }
 
   /// Sequential consistency: may operation `n` (its region as it would enter) overtake one of this client's operations
-  /// issued before `before` and still on its way — or, a write at the head, change a key a read held back by an earlier
-  /// second pass may still read when it runs again (behind it)?
+  /// issued before `before` and still on its way — or, a write at the head, change a key that a read which may still
+  /// run again behind it (one held by a second pass, a lower_bound / successor from the head) may read?
   bool conflicts(const open_region& n, std::uint64_t before) const {
     for (const auto& o : open_) {
       if (o.seq >= before) continue;
       if (n.via_head && o.via_head) {
         // Both enter at the head: the list keeps their order, unless the earlier one may run again behind this one.
         if (n.read || !o.read || !o.may_rerun) continue;
-        const K* otop = o.top(false);
-        if (n.hi < o.lo || (otop != nullptr && *otop < n.lo)) continue;
+        if (n.hi < o.lo || o.below(n.lo, false)) continue;  // the write touches none of its keys
         return true;
       }
       // The nodes an operation visits lie between its entry and its largest key (no largest key: unbounded).
