@@ -63,8 +63,9 @@ struct ordered_map_stats {
   std::uint64_t nodes_merged = 0;          ///< under-full nodes whose keys went to their predecessor (then freed)
   std::uint64_t synchronous_forwards = 0;  ///< forwards that made their node wait for their arrival (k reached)
   std::uint64_t split_checks = 0;          ///< nodes above G without an insert (after a SPLIT), asked to split
-  std::uint64_t reads_run_again = 0;       ///< sequential consistency: reads that ran beside an earlier read of the
-                                           ///< same keys, run again so as not to see them older than it did
+  std::uint64_t reads_run_again = 0;       ///< sequential consistency: reads held beside the second pass of an
+                                           ///< earlier lower_bound / successor that read one of their keys, run
+                                           ///< again so as not to see it older than that pass did
 };
 
 }  // namespace shoal
