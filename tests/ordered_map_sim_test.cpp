@@ -182,10 +182,18 @@ std::map<long, long> check_structure(sim& s) {
 
 class OrderedMapSim : public ::testing::TestWithParam<int> {};
 
-/// Runs random operations under total order and checks every result against a sequential replay in head order.
-/// Adds the synchronous forwards all ranks made (k reached) to `synchronous`.
+/// What the sequencer on the head's rank did (total order), summed over a test's schedules.
+struct sequencer_counts {
+  std::uint64_t waits = 0;      // operations that waited for its window or an earlier operation
+  std::uint64_t shortcuts = 0;  // operations it entered at a shortcut rather than at the head
+};
+
+/// Runs random operations under total order and checks every result against a sequential replay in head order, and
+/// that the head's rank sequenced every operation. Adds the synchronous forwards all ranks made (k reached) to
+/// `synchronous`, what the sequencer did to `counts`.
 void total_order_replay(int ranks, std::size_t window, std::size_t asynchrony = ordered_map_options{}.asynchrony,
-                        mix m = mix::general, std::uint64_t* synchronous = nullptr) {
+                        mix m = mix::general, std::uint64_t* synchronous = nullptr,
+                        sequencer_counts* counts = nullptr) {
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     std::mt19937_64 rng(seed * 7919 + static_cast<std::uint64_t>(ranks));
     auto o = small_options(consistency::total_order);
@@ -195,6 +203,11 @@ void total_order_replay(int ranks, std::size_t window, std::size_t asynchrony = 
     auto done = run_random(s, rng, 400, 160, false, nullptr, m);
     for (int rr = 0; rr < ranks && synchronous; ++rr) *synchronous += s.at(rr).stats().synchronous_forwards;
     ASSERT_EQ(done.size(), 400u * static_cast<std::size_t>(ranks));
+    EXPECT_EQ(s.at(0).stats().sequenced, 400u * static_cast<std::uint64_t>(ranks));
+    if (counts) {
+      counts->waits += s.at(0).stats().sequencer_waits;
+      counts->shortcuts += s.at(0).stats().shortcuts_taken;
+    }
     std::sort(done.begin(), done.end(), [](auto& a, auto& b) { return a.result.head_stamp < b.result.head_stamp; });
     std::map<long, long> oracle;
     for (auto& d : done) {
@@ -219,6 +232,15 @@ void total_order_replay(int ranks, std::size_t window, std::size_t asynchrony = 
 }
 
 TEST_P(OrderedMapSim, TotalOrderMatchesReplayInHeadOrder) { total_order_replay(GetParam(), 8); }
+
+// The head's rank sequences every operation as the one client of the list and enters it at its own shortcuts where
+// that keeps the order; with W = 8 on every rank and at the sequencer, operations of several ranks queue for it.
+TEST_P(OrderedMapSim, TotalOrderIsSequencedOnTheHeadsRankThroughItsShortcuts) {
+  sequencer_counts counts;
+  total_order_replay(GetParam(), 8, ordered_map_options{}.asynchrony, mix::general, nullptr, &counts);
+  EXPECT_GT(counts.shortcuts, 0u) << "the sequencer entered every operation at the head";
+  if (GetParam() > 1) { EXPECT_GT(counts.waits, 0u) << "no operation waited for the sequencer"; }
+}
 
 // Deep client pipelines (W = 128): stale SPLITs, zombie nodes and min-key deletes overlap (regression test of the
 // ordering bugs listed in docs/containers/ordered_map.md).

@@ -159,6 +159,10 @@ TEST(OrderedMap, TotalOrderResultsEqualASequentialReplayInHeadOrder) {
     if (!same(replay(oracle, r), r)) ++mismatches;
   }
   EXPECT_EQ(mismatches, 0);
+  // The head's rank sequenced every rank's operations (the finds below are sequenced too, after this count).
+  const auto sequenced = shoal::allreduce(m.stats().sequenced, shoal::op::sum{});
+  EXPECT_EQ(sequenced, static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(shoal::size()));
+  if (shoal::rank() != 0) { EXPECT_EQ(m.stats().sequenced, 0u); }
   EXPECT_EQ(m.size(), oracle.size());
   for (auto& [k, v] : oracle)
     if (k % shoal::size() == shoal::rank()) { EXPECT_EQ(m.find(k), std::optional<long>(v)); }

@@ -4,8 +4,9 @@
 // Model: owner computes (active messages), distributed. The skip-list nodes are active objects owned by ranks, many
 // per rank. Each node holds up to G sorted key-values and a tower that stores, per level, the next node and that
 // node's min key. An operation is a request message that enters at the head (rank 0) or at a shortcut and is
-// forwarded forward-only from node to node; the node that reaches the answer replies to the client directly. Every
-// request is handled atomically by the node it reaches (one handler on the owning rank).
+// forwarded forward-only from node to node; the node that reaches the answer replies to the client directly (under
+// total order every operation passes the head's rank first, which orders them and relays the answer). Every request
+// is handled atomically by the node it reaches (one handler on the owning rank).
 //
 // Operations (blocking forms wait, making progress; async_ forms return a future). Who: collective = every rank of
 // the map's team, in the same order; any rank = one rank's call (other ranks' nodes answer inside their progress):
@@ -54,12 +55,18 @@
 //   erase that leaves < max(2, G/4) keys   the node merges into its predecessor: + a node removal from the head
 //                                          (O(log N) hops, + 2 per level of the node) + 1 message with its keys
 //   range returning r key-values           M = O(log N) + 2 * (parts), parts = nodes holding part of the range
+//   total order                            + 2 messages (to the head's rank, the answer back from it) when the
+//                                          client is not on rank 0; the head's rank enters the operation at one of
+//                                          its own shortcuts where the order allows (as sequential consistency does
+//                                          for one client), so hops are as from a shortcut. That rank does the
+//                                          ordering for every rank: total order scales with it alone
 //   R = W = A = 0 (no one-sided operation);  B = 0 except size() and the destructor (one quiescence barrier each).
 //
 // Concurrency promises: every operation may run concurrently with every other one (promise::any, the only mode).
 // Consistency (ordered_map_options::semantics, paper §1.3):
-//   total_order   every request enters at the head; requests cannot overtake one another in the list, so operations
-//                 take effect in the order the head received them (results equal a sequential replay in that order).
+//   total_order   every request goes to the head's rank (rank 0), which numbers them in arrival order (the head
+//                 stamp) and issues them as the list's only client under sequential consistency: operations take
+//                 effect in that order (results equal a sequential replay in it; linearizable).
 //   sequential    (default) a rank enters at shortcuts of its own rank's bulletin board only where none of its
 //                 earlier operations still on the way could be overtaken; its operations take effect and its futures
 //                 become ready in issue order. Per key the results are linearizable in every rank's issue order. A

@@ -66,6 +66,10 @@ struct ordered_map_stats {
   std::uint64_t reads_run_again = 0;       ///< sequential consistency: reads held beside the second pass of an
                                            ///< earlier lower_bound / successor that read one of their keys, run
                                            ///< again so as not to see it older than that pass did
+  std::uint64_t sequenced = 0;             ///< total order, the head's rank: operations it put in order for their
+                                           ///< ranks and entered into the list (at a shortcut where it could)
+  std::uint64_t sequencer_waits = 0;       ///< of those, the ones that arrived while the sequencer's window was full
+                                           ///< or an earlier operation kept them out, and waited in arrival order
 };
 
 }  // namespace shoal

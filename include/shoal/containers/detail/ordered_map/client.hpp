@@ -66,9 +66,11 @@ class client {
     rerun,   ///< a read that may have seen a key older than an earlier read of this client did runs again
   };
 
-  /// `opt` (its semantics and window settings) and `board` are the service's and outlive the client.
-  client(const ordered_map_options& opt, int rank, const bulletin_board<K>& board)
-      : opt_(opt), me_(rank), board_(board), window_(std::clamp(opt.window, opt.window_min, opt.window_max)) {}
+  /// `opt` (its semantics and window settings) and `board` are the service's and outlive the client. Its operations
+  /// are numbered from `first_seq` (the service tells the replies of two clients of one rank apart by it).
+  client(const ordered_map_options& opt, int rank, const bulletin_board<K>& board, std::uint64_t first_seq = 1)
+      : opt_(opt), me_(rank), board_(board), next_delivery_(first_seq), next_seq_(first_seq),
+        window_(std::clamp(opt.window, opt.window_min, opt.window_max)) {}
 
   /// Issues an operation unless the window is full or (sequential consistency) it would have to wait for an earlier
   /// operation of this client; `done` runs once with the result (in issue order under sequential consistency). `done`
@@ -622,11 +624,11 @@ class client {
   int me_;
   const bulletin_board<K>& board_;
   op_table ops_;  // the operations issued and not yet delivered, by sequence number
-  std::uint64_t next_delivery_ = 1;  // sequential consistency: the sequence number delivered next
+  std::uint64_t next_delivery_;  // sequential consistency: the sequence number delivered next
   std::vector<open_region> open_;  // regions of the operations in ops_ whose result is not final
   std::vector<std::uint64_t> waiting_;  // operations waiting to enter again (second passes, reads run again)
   std::deque<std::pair<entering, entry_reason>> to_enter_;  // requests for the service to enter (next_entry)
-  std::uint64_t next_seq_ = 1;
+  std::uint64_t next_seq_;
   std::size_t window_;
   int sample_count_ = 0;
   double sample_start_ = clock_now();

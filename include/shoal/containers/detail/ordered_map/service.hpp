@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <tuple>
@@ -56,8 +57,8 @@ class service {
   static constexpr node_ref head_ref = head_node;
 
   service(const ordered_map_options& opts, transport net)
-      : opt_(opts), me_(net.rank), np_(net.ranks), chan_(std::move(net), opts.batch, stats_),
-        client_(opt_, me_, board_), manager_(me_, opts.nodes_per_rank),
+      : opt_(opts), me_(net.rank), np_(net.ranks),
+        chan_(std::move(net), opts.batch, stats_), client_(opt_, me_, board_), manager_(me_, opts.nodes_per_rank),
         heights_(opts.tower_p, opts.max_height, opts.seed + static_cast<std::uint64_t>(me_) * 0x9e3779b97f4a7c15ULL),
         spread_next_(me_) {
     if (me_ == 0) {
@@ -65,6 +66,8 @@ class service {
       auto& head = *manager_.get(h);
       head.is_head = true;
       head.tower.resize(static_cast<std::size_t>(opt_.max_height));
+      sequencer_opt_ = sequencer_options(opt_);
+      sequencer_.emplace(sequencer_opt_, me_, board_, first_sequenced_seq);
     }
   }
 
@@ -213,25 +216,108 @@ class service {
       reply_type p = reply_for(b.req, status::retry);
       return handle(p);
     }
-    client_.on_bounce(b.req);
-    enter_for_client(false);  // the bounce was counted where it left
+    auto& c = client_of(b.req.seq);
+    c.on_bounce(b.req);
+    enter_for_client(c, false);  // the bounce was counted where it left
   }
 
   void handle(reply_type& p) {
     if (p.st == status::split_needed) issue_split(p);
-    client_.on_reply(p);
-    enter_for_client(true);
+    auto& c = client_of(p.seq);
+    c.on_reply(p);
+    enter_for_client(c, true);
   }
 
-  /// Enters what the client asks for: a pass that goes again from the head (a lower_bound / successor pass that met an
+  /// Enters what client `c` asks for: a pass that goes again from the head (a lower_bound / successor pass that met an
   /// empty node or its cap: counted as bounces with `count_again`), a read that runs again (client.hpp). One at a
-  /// time: entering one may run handlers that reply to the client again.
-  void enter_for_client(bool count_again) {
-    while (auto e = client_.next_entry()) {
+  /// time: entering one may run handlers that reply to the client again. The sequencer then takes what waits for it.
+  void enter_for_client(client_type& c, bool count_again) {
+    while (auto e = c.next_entry()) {
       if (e->second == client_type::entry_reason::rerun) ++stats_.reads_run_again;
       if (e->second == client_type::entry_reason::again && count_again) ++stats_.bounces;
       enter(std::move(e->first.req), e->first.entry);
     }
+    if (&c != &client_) sequence_waiting();
+  }
+
+  // ---- total order: the sequencer on the head's rank -------------------------------------------------------------
+  //
+  // Under total order every operation is sent to the head's rank, which takes them in the order they arrive and
+  // issues them as the one client of a second client object, the sequencer, under sequential consistency: its
+  // operations take effect in its issue order, which is therefore the total order (the head stamp). As the only
+  // client it enters at the shortcuts of the head's rank wherever that keeps its order (client.hpp), instead of walking
+  // every operation down from the head. Its replies come back here; each one completes the operation of the rank that
+  // sent it with one reply message.
+
+  /// Sequence numbers of the sequencer's operations: above those of any rank's client, below internal requests'.
+  static constexpr std::uint64_t first_sequenced_seq = std::uint64_t{1} << 61;
+
+  static ordered_map_options sequencer_options(ordered_map_options o) {
+    o.semantics = consistency::sequential;
+    return o;
+  }
+
+  /// The client a reply or bounce with sequence number `seq` belongs to (internal requests: the rank's own client,
+  /// which ignores them).
+  client_type& client_of(std::uint64_t seq) {
+    if (sequencer_ && seq >= first_sequenced_seq && seq < first_internal_seq) return *sequencer_;
+    return client_;
+  }
+
+  /// An operation of some rank's client under total order, arrived at the head's rank: sequenced in arrival order.
+  void sequence(request_type&& r) {
+    if (unsequenced_.empty() && try_sequence(r)) return;
+    ++stats_.sequencer_waits;
+    unsequenced_.push_back(std::move(r));
+  }
+
+  /// Sequences what waits, in arrival order, until the sequencer's window is full or it must wait (not re-entrant:
+  /// what arrives meanwhile queues behind).
+  void sequence_waiting() {
+    if (sequencing_) return;
+    sequencing_ = true;
+    while (!unsequenced_.empty() && try_sequence(unsequenced_.front())) unsequenced_.pop_front();
+    sequencing_ = false;
+  }
+
+  bool try_sequence(const request_type& r) {
+    const ordered_map_operation<K, V> spec{static_cast<ordered_map_op>(r.op), r.key, r.hi, r.value, r.box};
+    auto e = sequencer_->try_issue(spec, [this](result_type&& res) { answer_sequenced(std::move(res)); });
+    if (!e) return false;
+    // The sequencer delivers in its issue order, so the senders wait in a FIFO (before entering: entering may
+    // already deliver).
+    sequenced_.push_back({r.client, r.seq, r.op, r.attempt, r.key, r.hi, ++head_stamp_});
+    ++stats_.sequenced;
+    enter(std::move(e->req), e->entry);
+    return true;
+  }
+
+  /// The result of the oldest sequenced operation, as the final reply to the client that sent it.
+  void answer_sequenced(result_type&& res) {
+    const sender s = sequenced_.front();
+    sequenced_.pop_front();
+    reply_type p;
+    p.client = s.client;
+    p.seq = s.seq;
+    p.op = s.op;
+    p.attempt = s.attempt;
+    p.head_stamp = s.stamp;
+    p.st = static_cast<status>(res.st);
+    if (s.op == op_kind::range) {
+      p.key = s.key;  // one part: the whole range
+      p.hi = s.hi;
+      p.hi_inclusive = true;
+      p.items = std::move(res.items);
+    } else if (seeks_neighbour(s.op)) {
+      p.probes = 0;  // the answer itself, no probe to wait for
+      if (res.key) {
+        p.key = std::move(*res.key);
+        p.value = std::move(*res.value);
+      }
+    } else if (res.value) {
+      p.value = std::move(*res.value);
+    }
+    post_reply(std::move(p));
   }
 
   // ---- a request at a node (service_requests.hpp) ----------------------------------------------------------------
@@ -298,9 +384,25 @@ class service {
   tower_heights heights_;
   int spread_next_;
   std::uint64_t head_stamp_ = 0;
+  // total order, the head's rank only: the sequencer, the operations waiting for it, the senders of those it issued
+  struct sender {
+    std::int32_t client = 0;
+    std::uint64_t seq = 0;
+    op_kind op = op_kind::find;
+    std::uint8_t attempt = 0;
+    K key{};
+    K hi{};
+    std::uint64_t stamp = 0;
+  };
+  ordered_map_options sequencer_opt_;
+  std::optional<client_type> sequencer_;
+  std::deque<request_type> unsequenced_;
+  std::deque<sender> sequenced_;
+  bool sequencing_ = false;
   absl::flat_hash_map<std::tuple<std::int32_t, std::uint64_t, node_ref>, int> markers_;  // (client, seq, target)
   absl::flat_hash_map<node_ref, pending_split> split_heights_;
-  std::uint64_t next_internal_seq_ = std::uint64_t{1} << 62;  // splits and zombie removals: no client op waits
+  static constexpr std::uint64_t first_internal_seq = std::uint64_t{1} << 62;
+  std::uint64_t next_internal_seq_ = first_internal_seq;  // splits and zombie removals: no client op waits
 };
 
 }  // namespace shoal::detail::ordered_map

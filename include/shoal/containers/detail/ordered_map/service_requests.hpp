@@ -17,6 +17,11 @@ void service<K, V>::handle(request_type& r) {
     r.set(flag::synchronous, false);
     post(r.sender.rank, arrived{r.sender});
   }
+  // Total order: an operation of a client enters at the sequencer (service.hpp), not at the head node itself.
+  if (sequencer_ && r.has(flag::entry) && r.target == head_ref && r.seq < first_sequenced_seq &&
+      opt_.semantics == consistency::total_order) {
+    return sequence(std::move(r));
+  }
   node_type* x = manager_.get(r.target);
   if (x == nullptr) return send_back(std::move(r));
   if (x->held_back()) {
