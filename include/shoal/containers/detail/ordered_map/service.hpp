@@ -85,6 +85,7 @@ class service {
   /// operation of this client; `done` runs once with the result (in issue order under sequential consistency).
   /// `done` is moved from only when the operation is issued.
   bool try_issue(const ordered_map_operation<K, V>& spec, completion&& done) {
+    if (sequencer_ && opt_.semantics == consistency::total_order) return try_sequence_own(spec, done);
     auto e = client_.try_issue(spec, std::move(done));
     if (!e) return false;
     enter(std::move(e->req), e->entry);
@@ -97,7 +98,7 @@ class service {
   void set_asynchrony(std::size_t k) { opt_.asynchrony = k; }
 
   /// Operations issued by this rank and not yet delivered.
-  std::size_t outstanding() const { return client_.outstanding(); }
+  std::size_t outstanding() const { return client_.outstanding() + own_sequenced_; }
   std::size_t window() const { return client_.window(); }
 
   /// Pushes buffered messages out.
@@ -252,6 +253,19 @@ class service {
   /// Sequence numbers of the sequencer's operations: above those of any rank's client, below internal requests'.
   static constexpr std::uint64_t first_sequenced_seq = std::uint64_t{1} << 61;
 
+  /// Who waits for a sequenced operation: a client of another rank (its sequence number and what its reply needs), or
+  /// this rank's caller (`done`).
+  struct sender {
+    std::int32_t client = 0;
+    std::uint64_t seq = 0;
+    op_kind op = op_kind::find;
+    std::uint8_t attempt = 0;
+    K key{};
+    K hi{};
+    std::uint64_t stamp = 0;
+    completion done;
+  };
+
   static ordered_map_options sequencer_options(ordered_map_options o) {
     o.semantics = consistency::sequential;
     return o;
@@ -282,20 +296,47 @@ class service {
 
   bool try_sequence(const request_type& r) {
     const ordered_map_operation<K, V> spec{static_cast<ordered_map_op>(r.op), r.key, r.hi, r.value, r.box};
-    auto e = sequencer_->try_issue(spec, [this](result_type&& res) { answer_sequenced(std::move(res)); });
+    auto e = sequencer_issue(spec);
     if (!e) return false;
-    // The sequencer delivers in its issue order, so the senders wait in a FIFO (before entering: entering may
-    // already deliver).
-    sequenced_.push_back({r.client, r.seq, r.op, r.attempt, r.key, r.hi, ++head_stamp_});
-    ++stats_.sequenced;
-    enter(std::move(e->req), e->entry);
+    enter_sequenced(std::move(*e), {r.client, r.seq, r.op, r.attempt, r.key, r.hi, 0, {}});
     return true;
   }
 
-  /// The result of the oldest sequenced operation, as the final reply to the client that sent it.
+  /// An operation of this rank (the head's) under total order goes to the sequencer directly, behind the ones that
+  /// wait for it; `done` is moved from only when it is issued.
+  bool try_sequence_own(const ordered_map_operation<K, V>& spec, completion& done) {
+    sequence_waiting();
+    if (!unsequenced_.empty()) return false;
+    auto e = sequencer_issue(spec);
+    if (!e) return false;
+    ++own_sequenced_;
+    enter_sequenced(std::move(*e), {me_, 0, kind_of(spec.op), 0, spec.key, spec.hi, 0, std::move(done)});
+    return true;
+  }
+
+  std::optional<typename client_type::entering> sequencer_issue(const ordered_map_operation<K, V>& spec) {
+    return sequencer_->try_issue(spec, [this](result_type&& res) { answer_sequenced(std::move(res)); });
+  }
+
+  /// Stamps an operation the sequencer issued and enters it. The sequencer delivers in its issue order, so the
+  /// senders wait in a FIFO (filled before entering: entering may already deliver).
+  void enter_sequenced(typename client_type::entering&& e, sender&& s) {
+    s.stamp = ++head_stamp_;
+    sequenced_.push_back(std::move(s));
+    ++stats_.sequenced;
+    enter(std::move(e.req), e.entry);
+  }
+
+  /// The result of the oldest sequenced operation: to this rank's caller, or as the final reply to the client that
+  /// sent it.
   void answer_sequenced(result_type&& res) {
-    const sender s = sequenced_.front();
+    sender s = std::move(sequenced_.front());
     sequenced_.pop_front();
+    if (s.done) {
+      --own_sequenced_;
+      res.head_stamp = s.stamp;
+      return s.done(std::move(res));
+    }
     reply_type p;
     p.client = s.client;
     p.seq = s.seq;
@@ -385,20 +426,12 @@ class service {
   int spread_next_;
   std::uint64_t head_stamp_ = 0;
   // total order, the head's rank only: the sequencer, the operations waiting for it, the senders of those it issued
-  struct sender {
-    std::int32_t client = 0;
-    std::uint64_t seq = 0;
-    op_kind op = op_kind::find;
-    std::uint8_t attempt = 0;
-    K key{};
-    K hi{};
-    std::uint64_t stamp = 0;
-  };
   ordered_map_options sequencer_opt_;
   std::optional<client_type> sequencer_;
   std::deque<request_type> unsequenced_;
   std::deque<sender> sequenced_;
   bool sequencing_ = false;
+  std::size_t own_sequenced_ = 0;  // operations of this rank's caller with the sequencer
   absl::flat_hash_map<std::tuple<std::int32_t, std::uint64_t, node_ref>, int> markers_;  // (client, seq, target)
   absl::flat_hash_map<node_ref, pending_split> split_heights_;
   static constexpr std::uint64_t first_internal_seq = std::uint64_t{1} << 62;
