@@ -1,6 +1,7 @@
 // shoal/containers/detail/ordered_map/service.hpp — one rank's share of the skip-list service: its nodes (active
 // objects handling requests one at a time), its node manager, its bulletin board of shortcuts, its channel to the
-// other ranks (channel.hpp) and its client (client.hpp, the application side).
+// other ranks (channel.hpp) and its client (client.hpp, the application side); on the head's rank also the sequencer
+// that puts every rank's operations in one order under total order (a second client, below).
 //
 // Order (paper §2.4): requests only move forward and each node handles one at a time, so requests cannot overtake
 // one another on a path — provided the channel into a node stays FIFO when its sender changes. Two mechanisms keep it:
