@@ -97,17 +97,29 @@ struct node {
   }
 
   /// Lower-bound position of `key` among the local keys. A node's keys are usually not in cache when a request
-  /// arrives: for plain keys the search has no branches to mispredict and loads, one step ahead, the two places the
-  /// next step may look (the cache misses of two steps overlap).
-  std::size_t position(const K& key) const {
+  /// arrives: for plain keys the search has no branches to mispredict and loads, two steps ahead, the six places the
+  /// next two steps may look (the cache misses of three steps overlap). With `then_value` (the node's values, for a
+  /// find) it also loads the values of the last 16 candidates, so the value's miss overlaps the last key misses.
+  std::size_t position(const K& key, const V* then_value = nullptr) const {
     if constexpr (std::is_arithmetic_v<K>) {
       const K* base = keys.data();
       std::size_t n = keys.size();
       if (n == 0) return 0;
       while (n > 1) {
-        const std::size_t half = n / 2, next = (n - half) / 2;
+        if (then_value != nullptr && n <= 16) {
+          const std::size_t at = static_cast<std::size_t>(base - keys.data());
+          __builtin_prefetch(then_value + at);
+          __builtin_prefetch(then_value + at + n / 2);
+          __builtin_prefetch(then_value + at + n - 1);
+          then_value = nullptr;
+        }
+        const std::size_t half = n / 2, next = (n - half) / 2, after = (n - half - next) / 2;
         __builtin_prefetch(base + next);
         __builtin_prefetch(base + half + next);
+        __builtin_prefetch(base + after);
+        __builtin_prefetch(base + next + after);
+        __builtin_prefetch(base + half + after);
+        __builtin_prefetch(base + half + next + after);
         base = base[half] < key ? base + half : base;
         n -= half;
       }
@@ -118,7 +130,7 @@ struct node {
   }
 
   const V* find(const K& key) const {
-    const auto i = position(key);
+    const auto i = position(key, values.data());
     return (i < keys.size() && keys[i] == key) ? &values[i] : nullptr;
   }
 
