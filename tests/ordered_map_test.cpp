@@ -168,6 +168,26 @@ TEST(OrderedMap, TotalOrderResultsEqualASequentialReplayInHeadOrder) {
     if (k % shoal::size() == shoal::rank()) { EXPECT_EQ(m.find(k), std::optional<long>(v)); }
 }
 
+// Under total order the head's rank issues its operations through the sequencer (service.hpp), so its window() is the
+// sequencer's: 300 finds of rank 0 alone give the sequencer 300 replies, one sample of 256, after which an adaptive
+// window grows once (x 1.25 + 1: 8 -> 11; the first sample never shrinks it). The rank's own client, unused, stays at 8.
+TEST(OrderedMap, TheHeadsRankReportsTheSequencersWindowUnderTotalOrder) {
+  auto o = small(consistency::total_order);
+  o.window = o.window_min = 8;
+  o.window_max = 1024;
+  o.adaptive_window = true;
+  ordered_map<long, long> m(o);
+  if (shoal::rank() == 0) {
+    std::vector<shoal::future<std::optional<long>>> found;
+    for (long k = 0; k < 300; ++k) found.push_back(m.async_find(k));
+    for (auto& f : found) EXPECT_EQ(f.get(), std::nullopt);
+  }
+  m.barrier();
+  EXPECT_EQ(m.window(), shoal::rank() == 0 ? 11u : 8u);
+  m.set_consistency(consistency::sequential);  // rank 0's own client again, which never adapted
+  EXPECT_EQ(m.window(), 8u);
+}
+
 TEST(OrderedMap, SequentialConsistencyAnswersEachRankInIssueOrder) {
   ordered_map<long, long> m(small(consistency::sequential));
   std::mt19937_64 rng(29 + static_cast<std::uint64_t>(shoal::rank()));

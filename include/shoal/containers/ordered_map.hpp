@@ -28,7 +28,8 @@
 //   local_size(), local_nodes()        any rank    key-values / nodes stored on this rank
 //   set_consistency(c) / set_asynchrony(k)
 //                                      collective  change the semantics / k between quiescent points
-//   window(), options(), stats()       any rank    this rank's client window, the options, its counters
+//   window(), options(), stats()       any rank    this rank's window (the head's rank under total order: the
+//                                                  sequencer's), the options, its counters
 //   local_add_shortcut(min, node, h)   any rank    tests only: a (possibly stale) shortcut on this rank's board
 //
 // Costs, for n key-values in N = n/G' nodes (G' the mean fill, G/2..G) with tower probability p:
@@ -285,7 +286,8 @@ class ordered_map {
 
   std::size_t local_size() const { return service_->local_keys(); }
   std::size_t local_nodes() const { return service_->local_nodes(); }
-  /// The current client window W of this rank (adapted when options().adaptive_window).
+  /// The current window W this rank's operations are issued under (adapted when options().adaptive_window): its
+  /// client's, or on the head's rank under total order the sequencer's, which issues every rank's operations.
   std::size_t window() const { return service_->window(); }
   const ordered_map_options& options() const { return opts_; }
   const ordered_map_stats& stats() const { return service_->stats(); }

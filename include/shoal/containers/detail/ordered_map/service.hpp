@@ -100,7 +100,12 @@ class service {
 
   /// Operations issued by this rank and not yet delivered.
   std::size_t outstanding() const { return client_.outstanding() + own_sequenced_; }
-  std::size_t window() const { return client_.window(); }
+  /// The window this rank's operations are issued under: the sequencer's on the head's rank under total order (its
+  /// operations go there, beside every other rank's), else its client's.
+  std::size_t window() const {
+    if (sequencer_ && opt_.semantics == consistency::total_order) return sequencer_->window();
+    return client_.window();
+  }
 
   /// Pushes buffered messages out.
   void flush() { chan_.flush(); }
