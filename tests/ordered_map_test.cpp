@@ -301,14 +301,10 @@ TEST(OrderedMap, ThinningAListMergesUnderFullNodes) {
     std::vector<std::pair<long, long>> want;
     for (long k = 0; k < n; k += 8) want.emplace_back(k, k);
     // Without merging each key left would keep a node of its own (they lie 8 apart, G = 4). How many merge depends on
-    // how the ranks' erases interleave (36 of 50 nodes remained in one 4-rank run, 2/3 of the keys or fewer at 2).
-    // Under total order the sequencer runs many erases at once and fewer nodes merge (36–48 of 51 left in 4-rank runs
-    // with 64-byte AM buffers, once 50): there the merges counted above are what it must show (each one frees a node).
-    if (c == consistency::total_order) {
-      EXPECT_LE(nodes_after, want.size()) << "nodes before " << nodes_before << ", after " << nodes_after;
-    } else {
-      EXPECT_LT(nodes_after, want.size()) << "nodes before " << nodes_before << ", after " << nodes_after;
-    }
+    // how the ranks' erases interleave: 16-22 nodes for the 50 keys in 2- and 4-rank runs with 64-byte AM buffers,
+    // under every semantics, since a delete of a node's min key merges it too (before, 30-35 and, under total order,
+    // 36-48 remained; the simulator's test asks for the same bound).
+    EXPECT_LT(nodes_after * 3, want.size() * 2) << "nodes before " << nodes_before << ", after " << nodes_after;
     EXPECT_EQ(m.range(0, n), want);
     EXPECT_EQ(m.size(), want.size());
   }

@@ -168,6 +168,7 @@ void service<K, V>::finish_min_delete(node_type& t, request_type&& r) {
     if (!t.keys.empty() && !(t.keys.front() == t.min)) set_min(t, t.keys.front());
     for (const auto& w : r.waiters)
       post(w.node.rank, set_link<K>{w.node, w.level, t.self, t.min, false, true, false});
+    if (found) merge_if_under_full(t);  // an erase of its min key may be the one that makes it under-full
   }
   post_reply(reply_for(r, found ? status::ok : status::absent));
 }
