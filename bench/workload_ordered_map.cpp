@@ -30,57 +30,55 @@ using map_type = shoal::ordered_map<std::int64_t, std::int64_t>;
 constexpr int query_tag = 7101;
 constexpr int reply_tag = 7102;
 
-/// Plain MPI: rank r owns keys [r*n/p, (r+1)*n/p) of a sorted array (built by `sorted_part`); a query is one message
-/// to the owner, which answers with one message. Each rank keeps `window` queries outstanding and serves others while
-/// it waits. Collective (untimed: the caller times it).
+/// Plain MPI's data: rank r owns keys [r*n/p, (r+1)*n/p) of a sorted array.
 std::vector<std::int64_t> sorted_part(std::int64_t n) {
   const int me = shoal::rank(), np = shoal::size();
   std::vector<std::int64_t> keys;
   for (std::int64_t k = n * me / np; k < n * (me + 1) / np; ++k) keys.push_back(2 * k);
   return keys;
 }
+
+/// Plain MPI finds over `sorted_part`: a query is one message to the owner, which answers with one message. Each rank
+/// keeps `window` queries outstanding and serves others while it waits. Collective (the caller times it).
 void plain_mpi_finds(const std::vector<std::int64_t>& keys, std::int64_t n, int queries, int window,
                      std::mt19937_64& rng) {
   const int np = shoal::size();
   std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
-  {
-    int sent = 0, answered = 0;
-    std::int64_t in_key = 0;
-    std::array<std::int64_t, 2> in_reply{};
-    MPI_Request done_req = MPI_REQUEST_NULL;
-    bool my_part_done = false;
-    std::vector<std::int64_t> out_keys(static_cast<std::size_t>(window));
-    std::vector<MPI_Request> sends;
-    for (;;) {
-      while (sent - answered < window && sent < queries) {
-        const std::int64_t k = pick(rng);
-        const int owner = static_cast<int>(k * np / n);
-        auto& slot = out_keys[static_cast<std::size_t>(sent % window)];
-        slot = 2 * k;
-        MPI_Send(&slot, 1, MPI_INT64_T, owner, query_tag, MPI_COMM_WORLD);
-        ++sent;
-      }
-      int flag = 0;
-      MPI_Status st;
-      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
-      if (flag && st.MPI_TAG == query_tag) {
-        MPI_Recv(&in_key, 1, MPI_INT64_T, st.MPI_SOURCE, query_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        auto it = std::lower_bound(keys.begin(), keys.end(), in_key);
-        std::array<std::int64_t, 2> answer{in_key, (it != keys.end() && *it == in_key) ? in_key / 2 : -1};
-        MPI_Send(answer.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD);
-      } else if (flag && st.MPI_TAG == reply_tag) {
-        MPI_Recv(in_reply.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        ++answered;
-      }
-      if (!my_part_done && answered == queries) {
-        my_part_done = true;
-        MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
-      }
-      if (my_part_done) {
-        int all = 0;
-        MPI_Test(&done_req, &all, MPI_STATUS_IGNORE);
-        if (all) break;
-      }
+  int sent = 0, answered = 0;
+  std::int64_t in_key = 0;
+  std::array<std::int64_t, 2> in_reply{};
+  MPI_Request done_req = MPI_REQUEST_NULL;
+  bool my_part_done = false;
+  std::vector<std::int64_t> out_keys(static_cast<std::size_t>(window));
+  for (;;) {
+    while (sent - answered < window && sent < queries) {
+      const std::int64_t k = pick(rng);
+      const int owner = static_cast<int>(k * np / n);
+      auto& slot = out_keys[static_cast<std::size_t>(sent % window)];
+      slot = 2 * k;
+      MPI_Send(&slot, 1, MPI_INT64_T, owner, query_tag, MPI_COMM_WORLD);
+      ++sent;
+    }
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+    if (flag && st.MPI_TAG == query_tag) {
+      MPI_Recv(&in_key, 1, MPI_INT64_T, st.MPI_SOURCE, query_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      auto it = std::lower_bound(keys.begin(), keys.end(), in_key);
+      std::array<std::int64_t, 2> answer{in_key, (it != keys.end() && *it == in_key) ? in_key / 2 : -1};
+      MPI_Send(answer.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD);
+    } else if (flag && st.MPI_TAG == reply_tag) {
+      MPI_Recv(in_reply.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      ++answered;
+    }
+    if (!my_part_done && answered == queries) {
+      my_part_done = true;
+      MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
+    }
+    if (my_part_done) {
+      int all = 0;
+      MPI_Test(&done_req, &all, MPI_STATUS_IGNORE);
+      if (all) break;
     }
   }
 }
