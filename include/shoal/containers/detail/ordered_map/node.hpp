@@ -86,8 +86,10 @@ struct node {
   bool held_back() const { return waiting_levels > 0 || allocating || initializing || throttled; }
 
   /// The end of the keys from index `from` that are <= hi (< hi unless `inclusive`): galloping, then a binary search.
+  /// The places the gallop may look are loaded first, so that their cache misses overlap.
   std::size_t end_of_range(std::size_t from, const K& hi, bool inclusive) const {
     auto past = [&](std::size_t i) { return inclusive ? hi < keys[i] : !(keys[i] < hi); };
+    for (std::size_t at = from + 8, step = 16; at < keys.size(); at += step, step *= 2) __builtin_prefetch(&keys[at]);
     std::size_t lo = from, step = 8;
     while (lo + step < keys.size() && !past(lo + step)) lo += step, step *= 2;
     const auto first = keys.begin() + static_cast<std::ptrdiff_t>(lo);
@@ -161,9 +163,21 @@ struct node {
 
   /// The indices [first, last) of the local keys in [lo, hi] (or [lo, hi) ). The end is found by galloping from the
   /// start (a range part is usually a small share of the node: the probes stay on the cache lines read next).
+  /// Both arrays' cache lines of the span are loaded before it is returned: its copy then waits for one miss, not for
+  /// each line in turn.
   std::pair<std::size_t, std::size_t> span_of(const K& lo, const K& hi, bool hi_inclusive) const {
     const std::size_t from = position(lo);
-    return {from, end_of_range(from, hi, hi_inclusive)};
+    const std::size_t to = end_of_range(from, hi, hi_inclusive);
+    prefetch_lines(keys.data() + from, keys.data() + to);
+    prefetch_lines(values.data() + from, values.data() + to);
+    return {from, to};
+  }
+
+  template <class T>
+  static void prefetch_lines(const T* first, const T* last) {
+    constexpr std::size_t line = 64;
+    const auto* end = reinterpret_cast<const char*>(last);
+    for (const auto* p = reinterpret_cast<const char*>(first); p < end; p += line) __builtin_prefetch(p);
   }
 
   /// Local key-values in [lo, hi] (or [lo, hi) ) that `keep` keeps, appended to `out` as pairs.

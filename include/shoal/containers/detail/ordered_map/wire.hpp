@@ -158,12 +158,11 @@ class field_reader {
         throw error("shoal::ordered_map: truncated message (" + std::to_string(n) + " key-values announced, " +
                     std::to_string(r_.remaining()) + " bytes left)");
       }
-      items.reserve(n);
+      items.resize(n);  // then plain copies (emplace_back kept the vector's end in memory, one store per pair)
       const std::byte* p = r_.position();
       for (std::size_t i = 0; i < n; ++i, p += sizeof(A) + sizeof(B)) {
-        auto& [a, b] = items.emplace_back();
-        std::memcpy(&a, p, sizeof(A));
-        std::memcpy(&b, p + sizeof(A), sizeof(B));
+        std::memcpy(&items[i].first, p, sizeof(A));
+        std::memcpy(&items[i].second, p + sizeof(A), sizeof(B));
       }
       r_.skip(n * (sizeof(A) + sizeof(B)));
     } else {
