@@ -24,6 +24,7 @@
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/functional/any_invocable.h>
 
 #include <algorithm>
 #include <chrono>
@@ -52,7 +53,9 @@ class client {
   using request_type = request<K, V>;
   using reply_type = reply<K, V>;
   using result_type = ordered_map_operation_result<K, V>;
-  using completion = std::function<void(result_type&&)>;
+  /// absl::AnyInvocable keeps a callable of two pointers (a future's state and a conversion) inline: std::function
+  /// allocated one per operation (its inline storage takes only trivially copyable callables).
+  using completion = absl::AnyInvocable<void(result_type&&)>;
 
   /// A request to enter into the list at `entry`.
   struct entering {
