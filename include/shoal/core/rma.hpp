@@ -39,6 +39,7 @@
 #include "shoal/core/checks.hpp"
 #include "shoal/core/detail/mpi_check.hpp"
 #include "shoal/core/detail/mpi_type.hpp"
+#include "shoal/core/detail/prefetch.hpp"
 #include "shoal/core/detail/remote_ops.hpp"
 #include "shoal/core/detail/runtime.hpp"
 #include "shoal/core/future.hpp"
@@ -216,10 +217,8 @@ template <class T, class Fn>
 /// cache; elsewhere does nothing. Lets a caller with many independent reads in flight overlap their cache misses.
 template <class T>
 inline void prefetch(global_ptr<T> p, std::size_t n = 1) {
-  if (const std::byte* at = detail::mapped(detail::rt(), p.rank(), p.offset())) {
-    for (std::size_t b = 0; b < n * sizeof(T); b += 64) __builtin_prefetch(at + b);
-    __builtin_prefetch(at + n * sizeof(T) - 1);  // a peer's mapped base need not be line-aligned
-  }
+  const std::byte* at = detail::mapped(detail::rt(), p.rank(), p.offset());
+  if (at != nullptr) detail::prefetch_bytes(at, n * sizeof(T));
 }
 
 /// Reads n elements at p into dst. Blocking.

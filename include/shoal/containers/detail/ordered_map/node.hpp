@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "shoal/containers/detail/ordered_map/messages.hpp"
+#include "shoal/core/detail/prefetch.hpp"
 
 namespace shoal::detail::ordered_map {
 
@@ -168,16 +169,9 @@ struct node {
   std::pair<std::size_t, std::size_t> span_of(const K& lo, const K& hi, bool hi_inclusive) const {
     const std::size_t from = position(lo);
     const std::size_t to = end_of_range(from, hi, hi_inclusive);
-    prefetch_lines(keys.data() + from, keys.data() + to);
-    prefetch_lines(values.data() + from, values.data() + to);
+    prefetch_bytes(keys.data() + from, (to - from) * sizeof(K));
+    prefetch_bytes(values.data() + from, (to - from) * sizeof(V));
     return {from, to};
-  }
-
-  template <class T>
-  static void prefetch_lines(const T* first, const T* last) {
-    constexpr std::size_t line = 64;
-    const auto* end = reinterpret_cast<const char*>(last);
-    for (const auto* p = reinterpret_cast<const char*>(first); p < end; p += line) __builtin_prefetch(p);
   }
 
   /// Local key-values in [lo, hi] (or [lo, hi) ) that `keep` keeps, appended to `out` as pairs.
