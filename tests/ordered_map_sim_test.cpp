@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "ordered_map_sim.hpp"
 #include "support/linearizability.hpp"
@@ -992,6 +993,70 @@ TEST(SkipListClient, ReadsBesideACappedPassThatPassesAgainAreHeldAndRunAgainIfTh
     ASSERT_EQ(delivered.size(), 3u);
     EXPECT_EQ(delivered[2], std::make_pair(2L, 61L));
   }
+}
+
+// Finds entering at one shortcut do not wait for each other; when the shortcut turned stale for the earlier one (the
+// node sends it back), the later finds that entered there beside it are held until it has its answer and run again
+// (they may have been served before it); a find beside another shortcut is not.
+TEST(SkipListClient, FindsBesideAFindSentBackFromTheirShortcutAreHeldAndRunAgain) {
+  namespace om = shoal::detail::ordered_map;
+  using client_type = om::client<long, long>;
+  om::bulletin_board<long> board;
+  const om::node_ref at10{1, 1, 0};
+  const om::node_ref at50{1, 5, 0};
+  board.post(10, at10, 1);
+  board.post(50, at50, 1);
+  ordered_map_options opt;
+  opt.semantics = consistency::sequential;
+  client_type c(opt, 0, board);
+  std::vector<std::pair<long, long>> delivered;  // (issue index, value)
+  auto issue = [&](long key, long index) {
+    op_spec<long, long> s;
+    s.op = op_kind::find;
+    s.key = key;
+    return c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
+      delivered.emplace_back(index, r.value ? *r.value : -1);
+    });
+  };
+  auto answer = [&](const om::request<long, long>& r, long value) {
+    om::reply<long, long> p;
+    p.client = 0;
+    p.seq = r.seq;
+    p.op = r.op;
+    p.st = om::status::ok;
+    p.value = value;
+    p.attempt = r.attempt;
+    c.on_reply(p);
+  };
+  const auto a = issue(15, 0);
+  const auto b = issue(17, 1);
+  const auto d = issue(55, 2);
+  ASSERT_TRUE(a && b && d) << "finds entering at one shortcut do not wait for each other";
+  EXPECT_EQ(a->entry, at10);
+  EXPECT_EQ(b->entry, at10);
+  EXPECT_EQ(d->entry, at50);
+  auto sent_back = a->req;
+  c.on_bounce(sent_back);  // the node at 10 no longer holds 15
+  auto again = c.next_entry();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->first.req.seq, a->req.seq);
+  EXPECT_EQ(again->first.entry, om::head_node);
+  EXPECT_FALSE(c.next_entry());
+  answer(b->req, 170);  // served at 10 before a, which is on its way from the head
+  answer(d->req, 550);
+  EXPECT_TRUE(delivered.empty());
+  answer(again->first.req, 150);
+  ASSERT_EQ(delivered.size(), 1u);
+  EXPECT_EQ(delivered[0], std::make_pair(0L, 150L));
+  auto rerun = c.next_entry();
+  ASSERT_TRUE(rerun) << "b may have been served before a: it runs again";
+  EXPECT_EQ(rerun->second, client_type::entry_reason::rerun);
+  EXPECT_EQ(rerun->first.req.seq, b->req.seq);
+  EXPECT_FALSE(c.next_entry()) << "d entered at another shortcut: not held";
+  answer(rerun->first.req, 171);
+  ASSERT_EQ(delivered.size(), 3u);
+  EXPECT_EQ(delivered[1], std::make_pair(1L, 171L));
+  EXPECT_EQ(delivered[2], std::make_pair(2L, 550L));
 }
 
 TEST(BulletinBoard, LargestMinBelowWithHeight) {

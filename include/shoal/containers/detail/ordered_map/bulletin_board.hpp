@@ -8,6 +8,7 @@
 
 #include <absl/container/btree_map.h>
 
+#include <cstdint>
 #include <optional>
 
 #include "shoal/containers/detail/ordered_map/messages.hpp"
@@ -28,11 +29,19 @@ class bulletin_board {
     std::optional<K> next_min;  // the smallest posted min key above `key` (or at it, strictly): a node after key's
   };
 
-  void post(const K& min, node_ref node, int height) { board_[min] = {node, height}; }
+  void post(const K& min, node_ref node, int height) {
+    board_[min] = {node, height};
+    ++version_;
+  }
   void remove(const K& min, node_ref node) {
     auto it = board_.find(min);
-    if (it != board_.end() && it->second.node == node) board_.erase(it);
+    if (it == board_.end() || !(it->second.node == node)) return;
+    board_.erase(it);
+    ++version_;
   }
+
+  /// Changes with every post and removal: a lookup with the same key and version returns the same shortcut.
+  std::uint64_t version() const { return version_; }
 
   /// The posted node with the largest min key below `key` (strictly below when `strictly`) whose tower is at least
   /// `min_height` tall.
@@ -51,6 +60,7 @@ class bulletin_board {
  private:
   static constexpr int max_scan = 64;  // taller towers are rarer: give up and enter at the head
   absl::btree_map<K, entry> board_;  // a B-tree: a lookup per operation, few cache misses
+  std::uint64_t version_ = 0;
 };
 
 }  // namespace shoal::detail::ordered_map

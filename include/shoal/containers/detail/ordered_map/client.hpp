@@ -21,6 +21,12 @@
 // before it entered that may read its keys are held back and run again if they did (they could have seen a key before
 // it did, older than it saw it). A later write at the head keeps clear of the keys of an open lower_bound from the
 // head, whose next pass would follow it there.
+//
+// Finds that enter at one shortcut do not wait for each other: like operations from the head, they follow the same
+// links in issue order. Only a shortcut that went stale between them can part them (the node sends the earlier one back
+// and serves the later one): the later finds that entered there beside it are then held until it has its answer, and
+// run again (on_bounce). Finds that entered at other shortcuts of the same board lie between other shortcuts'
+// min keys: while only such finds are on their way and the board has not changed, a new find enters without a scan.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -33,6 +39,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -40,6 +47,7 @@
 #include "shoal/containers/detail/ordered_map/messages.hpp"
 #include "shoal/containers/ordered_map_operation.hpp"
 #include "shoal/containers/ordered_map_options.hpp"
+#include "shoal/core/checks.hpp"
 
 namespace shoal::detail::ordered_map {
 
@@ -80,8 +88,21 @@ class client {
   std::optional<entering> try_issue(const ordered_map_operation<K, V>& spec, completion&& done) {
     if (ops_.size() >= window_) return std::nullopt;
     const op_kind kind = kind_of(spec.op);
-    const auto at = entry_for(kind, spec.key, kind == op_kind::range ? spec.hi : spec.key, no_limit);
-    if (!at) return std::nullopt;
+    const K& hi = kind == op_kind::range ? spec.hi : spec.key;
+    if (still_waits(kind, spec.key, hi)) {
+#if SHOAL_CHECKS >= 2
+      if (entry_for(kind, spec.key, hi, no_limit)) {
+        throw std::logic_error("shoal ordered_map: the client kept an operation waiting that may enter (a shoal bug)");
+      }
+#endif
+      return std::nullopt;
+    }
+    const auto at = entry_for(kind, spec.key, hi, no_limit);
+    if (!at) {
+      wait_ = waiting_issue{kind, spec.key, hi, regions_closed_, board_.version(), true};
+      return std::nullopt;
+    }
+    wait_.valid = false;
     const std::uint64_t seq = next_seq_++;
     if (ops_.empty()) next_delivery_ = seq;  // every earlier operation has been delivered
     auto& o = ops_[seq];
@@ -94,7 +115,7 @@ class client {
       o.box = spec.box;
     }
     // Regions order a client's operations under sequential consistency only (the other semantics never look).
-    if (opt_.semantics == consistency::sequential) open_.push_back(region_of(seq, o, *at));
+    if (opt_.semantics == consistency::sequential) open_region_of(o, region_of(seq, o, *at));
     take_entry(o, *at);
     request_type r = request_for(seq, o, *at);
     r.value = spec.value;
@@ -158,6 +179,9 @@ class client {
       issue_waiting();
       return;
     }
+    if (opt_.semantics == consistency::sequential && o.op == op_kind::find && o.at_shortcut) {
+      hold_later_finds_beside(it->first, o);
+    }
     reenter_at_head(it->first);
     if (seeks_neighbour(r.op)) {
       r.attempt = next_pass(o);
@@ -181,6 +205,25 @@ class client {
   std::size_t window() const { return window_; }
 
  private:
+  /// The operation the last try_issue could not issue because it must wait for an earlier one (sequential
+  /// consistency). A caller retries it on every poll: until a region closes or changes or the board changes, the
+  /// answer stays the same and is given without a board lookup or a conflict scan. (A region opened meanwhile can only
+  /// add a conflict.)
+  struct waiting_issue {
+    op_kind kind = op_kind::find;
+    K key{};
+    K hi{};
+    std::uint64_t regions_closed = 0;
+    std::uint64_t board_version = 0;
+    bool valid = false;
+  };
+
+  bool still_waits(op_kind kind, const K& key, const K& hi) const {
+    return wait_.valid && opt_.semantics == consistency::sequential && wait_.regions_closed == regions_closed_ &&
+           wait_.board_version == board_.version() && wait_.kind == kind && !(wait_.key < key) &&
+           !(key < wait_.key) && !(wait_.hi < hi) && !(hi < wait_.hi);
+  }
+
   /// Why an operation waits to enter again (waiting_).
   enum class waits_for : std::uint8_t { nothing, second_pass, rerun };
 
@@ -212,6 +255,9 @@ class client {
     // of its keys (it runs again), and (a second pass) the later reads it holds back
     std::uint32_t shadows = 0;
     bool stale = false;
+    bool at_shortcut = false;  // its current run entered at a shortcut (min key `entry`)
+    K entry{};
+    std::uint32_t region_at = no_region;  // its open region's place in open_
     waits_for waiting = waits_for::nothing;
     std::vector<std::uint64_t> shadowed;
   };
@@ -220,7 +266,7 @@ class client {
 
   /// The keys an operation still on its way may visit (sequential consistency): from its entry (the head, or a
   /// shortcut's min key) to its largest key (none: unbounded; a capped lower_bound: below its cap for reads). A flat
-  /// list, scanned on every issue.
+  /// list, scanned on an issue unless only finds entered at shortcuts are open (conflicts).
   struct open_region {
     std::uint64_t seq = 0;
     K entry_min{};
@@ -232,6 +278,7 @@ class client {
     bool capped = false;
     bool read = false;
     bool may_rerun = false;  // a read held back by an earlier second pass, a lower_bound / successor from the head
+    bool find = false;
 
     /// Whether every key it visits, as seen by a read (`by_read`) or a write, lies below `k`.
     bool below(const K& k, bool by_read) const {
@@ -251,6 +298,7 @@ class client {
   };
 
   static constexpr std::uint64_t no_limit = ~std::uint64_t{0};
+  static constexpr std::uint32_t no_region = ~std::uint32_t{0};
 
   static bool is_read(op_kind k) { return k != op_kind::insert && k != op_kind::erase && k != op_kind::split; }
 
@@ -325,7 +373,7 @@ class client {
       o.waiting = waits_for::second_pass;
       waiting_.push_back(seq);
       // Until it enters, its region covers every key above its shortcut's min key for every operation.
-      if (auto* r = find_region(seq)) r->capped = false;
+      reshape_region(seq, [](open_region& r) { r.capped = false; });
       return;
     }
     reenter_at_head(seq);
@@ -392,16 +440,16 @@ class client {
 
   /// Keeps the region of a read that may run again open (reopens it when its result had been final), so that no later
   /// write of its keys is issued before it has run.
-  void hold_region(std::uint64_t seq, const client_op& o) {
-    if (auto* r = find_region(seq)) {
-      r->may_rerun = true;
+  void hold_region(std::uint64_t seq, client_op& o) {
+    if (find_region(seq) != nullptr) {
+      reshape_region(seq, [](open_region& r) { r.may_rerun = true; });  // no longer passed by a find (conflicts)
       return;
     }
     open_region r = region_of(seq, o, entry_point{});
     r.via_head = false;  // enters nowhere yet: every later operation its keys may concern keeps clear
     r.entry_min = o.key;
     r.may_rerun = true;
-    open_.push_back(r);
+    open_region_of(o, r);
   }
 
   /// Enters the operations waiting in waiting_ where they now may.
@@ -430,26 +478,44 @@ class client {
     n.read = true;
     if (conflicts(n, seq)) return false;
     o.capped = false;
-    if (auto* r = find_region(seq)) {
-      r->via_head = true;
-      r->capped = false;
-      r->may_rerun = true;  // from the head: a later write there must wait for it
-    }
+    reshape_region(seq, [](open_region& r) {
+      r.via_head = true;
+      r.capped = false;
+      r.may_rerun = true;  // from the head: a later write there must wait for it
+    });
     for (auto& [later, l] : ops_) {
       if (later <= seq || !is_read(l.op)) continue;
       const K* top = read_top(l);
       if (top != nullptr && *top < o.key) continue;  // reads only below its key
-      if (l.completed) {  // final, not delivered: held back again
-        l.completed = false;
-        l.ran = true;
-      }
-      ++l.shadows;
-      o.shadowed.push_back(later);
-      hold_region(later, l);
+      hold_back(later, l, o);
     }
     std::sort(o.shadowed.begin(), o.shadowed.end());  // released in issue order, whatever the table's order
     to_enter_.push_back({{probing_request(seq, o), head_node}, entry_reason::again});
     return true;
+  }
+
+  /// Later read `l` (sequence number `later`) is held back until `o` has its answer (settle releases it); a final
+  /// result not yet delivered is held again, and its region stays open meanwhile.
+  void hold_back(std::uint64_t later, client_op& l, client_op& o) {
+    if (l.completed) {
+      l.completed = false;
+      l.ran = true;
+    }
+    ++l.shadows;
+    o.shadowed.push_back(later);
+    hold_region(later, l);
+  }
+
+  /// Find `seq` came back from the shortcut it entered at (it went stale). The later finds that entered at the same
+  /// shortcut beside it did not wait for it and may have been served there before it will be: each is held until it
+  /// has its answer, and runs again.
+  void hold_later_finds_beside(std::uint64_t seq, client_op& o) {
+    for (auto& [later, l] : ops_) {
+      if (later <= seq || l.op != op_kind::find || !l.at_shortcut || l.entry < o.entry || o.entry < l.entry) continue;
+      l.stale = true;
+      hold_back(later, l, o);
+    }
+    std::sort(o.shadowed.begin(), o.shadowed.end());  // released in issue order
   }
 
   /// A read that runs again enters as a new operation would (only earlier operations count; the window does not).
@@ -457,11 +523,11 @@ class client {
     const auto at = entry_for(o.op, o.key, o.op == op_kind::range ? o.hi : o.key, seq);
     if (!at) return false;
     take_entry(o, *at);
-    if (auto* r = find_region(seq)) {
-      const bool may_rerun = r->may_rerun;
-      *r = region_of(seq, o, *at);
-      r->may_rerun = r->may_rerun || may_rerun;
-    }
+    reshape_region(seq, [&](open_region& r) {
+      const bool may_rerun = r.may_rerun;
+      r = region_of(seq, o, *at);
+      r.may_rerun = r.may_rerun || may_rerun;
+    });
     to_enter_.push_back({{request_for(seq, o, *at), at->node}, entry_reason::rerun});
     return true;
   }
@@ -480,6 +546,7 @@ class client {
     n.hi = hi;
     n.unbounded = seeks_neighbour(kind);
     n.read = is_read(kind);
+    n.find = kind == op_kind::find;
     if (sc) {
       n.via_head = false;
       n.entry_min = sc->min;
@@ -511,6 +578,7 @@ class client {
     r.unbounded = seeks_neighbour(o.op);
     r.capped = at.capped;
     r.read = is_read(o.op);
+    r.find = o.op == op_kind::find;
     // A lower_bound / successor from the head may pass again from the head, behind what entered there after it: a
     // later write at the head must not touch its keys meanwhile (conflicts).
     r.may_rerun = r.unbounded && at.via_head;
@@ -519,6 +587,8 @@ class client {
 
   /// Operation `o` enters at `at`: a capped pass keeps its cap in `hi`.
   static void take_entry(client_op& o, const entry_point& at) {
+    o.at_shortcut = !at.via_head;
+    o.entry = at.entry_min;
     o.capped = at.capped;
     if (at.capped) o.hi = at.cap;
   }
@@ -568,41 +638,112 @@ class client {
   /// Sequential consistency: may operation `n` (its region as it would enter) overtake one of this client's operations
   /// issued before `before` and still on its way — or, a write at the head, change a key that a read which may still
   /// run again behind it (one held by a second pass, a lower_bound / successor from the head) may read?
+  ///
+  /// Without a scan when `n` is a new find entering at a shortcut and every open region is one too, each entered on
+  /// the board as it is now: each lies between its shortcut's min key and the next one's (board lookup), so it either
+  /// entered at n's shortcut (no conflict: passes_freely) or lies wholly below or above n's.
   bool conflicts(const open_region& n, std::uint64_t before) const {
-    for (const auto& o : open_) {
-      if (o.seq >= before) continue;
-      if (n.via_head && o.via_head) {
-        // Both enter at the head: the list keeps their order, unless the earlier one may run again behind this one.
-        if (n.read || !o.read || !o.may_rerun) continue;
-        if (n.hi < o.lo || o.below(n.lo, false)) continue;  // the write touches none of its keys
-        return true;
+    if (before == no_limit && passes_freely(n) && others_open_ == 0 &&
+        (free_open_ == 0 || (!free_mixed_ && free_board_version_ == board_.version()))) {
+#if SHOAL_CHECKS >= 2
+      if (conflicts_scan(n, before)) {
+        throw std::logic_error("shoal ordered_map: a find entered beside one it may overtake (a shoal bug)");
       }
-      // The nodes an operation visits lie between its entry and its largest key (no largest key: unbounded).
-      const bool below = !n.via_head && o.below(n.entry_min, n.read);
-      const bool above = !o.via_head && n.below(o.entry_min, o.read);
-      if (!below && !above) return true;
+#endif
+      return false;
     }
+    return conflicts_scan(n, before);
+  }
+
+  bool conflicts_scan(const open_region& n, std::uint64_t before) const {
+    for (const auto& o : open_)
+      if (o.seq < before && pair_conflicts(n, o)) return true;
     return false;
   }
 
+  /// Whether `n` may overtake `o` (or, a write at the head, change a key `o` may read when it runs again).
+  static bool pair_conflicts(const open_region& n, const open_region& o) {
+    if (n.via_head && o.via_head) {
+      // Both enter at the head: the list keeps their order, unless the earlier one may run again behind this one.
+      if (n.read || !o.read || !o.may_rerun) return false;
+      return !(n.hi < o.lo || o.below(n.lo, false));  // whether the write touches one of its keys
+    }
+    if (passes_freely(n) && passes_freely(o) && !(n.entry_min < o.entry_min) && !(o.entry_min < n.entry_min)) {
+      return false;  // two finds entered at one shortcut keep their order (a stale shortcut: on_bounce)
+    }
+    // The nodes an operation visits lie between its entry and its largest key (no largest key: unbounded).
+    const bool below = !n.via_head && o.below(n.entry_min, n.read);
+    const bool above = !o.via_head && n.below(o.entry_min, o.read);
+    return !below && !above;
+  }
+
+  /// Whether region `r` is a find entered at a shortcut, which a later find entering at the same shortcut need not wait
+  /// for (not one that may run again: it would enter elsewhere).
+  static bool passes_freely(const open_region& r) { return r.find && !r.via_head && !r.may_rerun; }
+
   open_region* find_region(std::uint64_t seq) {
-    for (auto& o : open_)
-      if (o.seq == seq) return &o;
-    return nullptr;
+    auto it = ops_.find(seq);
+    if (it == ops_.end() || it->second.region_at == no_region) return nullptr;
+    return &open_[it->second.region_at];
+  }
+
+  /// Opens region `r` of operation `o`.
+  void open_region_of(client_op& o, const open_region& r) {
+    o.region_at = static_cast<std::uint32_t>(open_.size());
+    open_.push_back(r);
+    count(r, false);
+  }
+
+  /// Counts region `r` in (or, `leaving`, out of) the free finds or the others (conflicts). A free find counted in
+  /// under a board that changed since the first one still open, or after a change of its region (it may no longer lie
+  /// between two shortcuts of the board), makes the free finds *mixed* until none is left.
+  void count(const open_region& r, bool leaving, bool changed = false) {
+    if (!passes_freely(r)) {
+      if (leaving) {
+        --others_open_;
+      } else {
+        ++others_open_;
+      }
+      return;
+    }
+    if (leaving) {
+      if (--free_open_ == 0) free_mixed_ = false;
+      return;
+    }
+    if (free_open_++ == 0) free_board_version_ = board_.version();
+    if (changed || free_board_version_ != board_.version()) free_mixed_ = true;
+  }
+
+  /// Changes the open region of operation `seq` (if it has one) by `change`.
+  template <class Change>
+  void reshape_region(std::uint64_t seq, Change&& change) {
+    auto* r = find_region(seq);
+    if (r == nullptr) return;
+    ++regions_closed_;  // a region that changes may no longer be in the way of a waiting operation
+    count(*r, true);
+    change(*r);
+    count(*r, false, true);
   }
 
   void reenter_at_head(std::uint64_t seq) {
-    if (auto* o = find_region(seq)) {
-      o->via_head = true;
-      o->capped = false;
-    }
+    reshape_region(seq, [](open_region& r) {
+      r.via_head = true;
+      r.capped = false;
+    });
   }
 
   void close_region(std::uint64_t seq) {
-    if (auto* o = find_region(seq)) {
-      *o = std::move(open_.back());
-      open_.pop_back();
+    auto it = ops_.find(seq);
+    if (it == ops_.end() || it->second.region_at == no_region) return;
+    ++regions_closed_;
+    const std::uint32_t at = it->second.region_at;
+    it->second.region_at = no_region;
+    count(open_[at], true);
+    if (at + 1 != open_.size()) {
+      open_[at] = std::move(open_.back());
+      ops_.find(open_[at].seq)->second.region_at = at;
     }
+    open_.pop_back();
   }
 
   /// Section 3: each client measures its reply rate and moves W towards the best one it has seen.
@@ -628,6 +769,14 @@ class client {
   op_table ops_;  // the operations issued and not yet delivered, by sequence number
   std::uint64_t next_delivery_;  // sequential consistency: the sequence number delivered next
   std::vector<open_region> open_;  // regions of the operations in ops_ whose result is not final
+  std::uint64_t regions_closed_ = 0;  // regions closed or changed so far (wait_)
+  // open regions that are finds entered at shortcuts (passes_freely) and the others; the board's version when the
+  // first of the free ones opened, and whether one opened since under another or after a change (conflicts)
+  std::size_t free_open_ = 0;
+  std::size_t others_open_ = 0;
+  std::uint64_t free_board_version_ = 0;
+  bool free_mixed_ = false;
+  waiting_issue wait_;  // the operation try_issue last found it must wait for an earlier one
   std::vector<std::uint64_t> waiting_;  // operations waiting to enter again (second passes, reads run again)
   std::deque<std::pair<entering, entry_reason>> to_enter_;  // requests for the service to enter (next_entry)
   std::uint64_t next_seq_;
