@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <initializer_list>
 #include <map>
 #include <random>
 #include <sstream>
@@ -850,6 +851,22 @@ TEST(NodeManager, CapacityGenerationsAndRing) {
   EXPECT_EQ(mgr::next_in_ring(1, 3, 4), -1);
 }
 
+// The client tests' setting: sequential consistency, and a board of shortcuts to nodes of rank 1 (slot min / 10).
+ordered_map_options sequential_options() {
+  ordered_map_options o;
+  o.semantics = consistency::sequential;
+  return o;
+}
+
+shoal::detail::ordered_map::node_ref shortcut_node(long min) { return {1, static_cast<std::uint32_t>(min / 10), 0}; }
+
+/// A board posting shortcut_node(min) with its tower height for each (min, height).
+shoal::detail::ordered_map::bulletin_board<long> board_of(std::initializer_list<std::pair<long, int>> posts) {
+  shoal::detail::ordered_map::bulletin_board<long> board;
+  for (const auto& [min, height] : posts) board.post(min, shortcut_node(min), height);
+  return board;
+}
+
 // Where a client enters its operations under sequential consistency (client.hpp): a lower_bound with a shortcut
 // enters there without first-pass probes, capped by the next shortcut's min key; a later read above the cap enters at
 // its own shortcut at once, while a later write above the lower_bound's key waits (a second pass would read there); an
@@ -858,13 +875,10 @@ TEST(NodeManager, CapacityGenerationsAndRing) {
 // does a later write at the head of a key it may read.
 TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
   namespace om = shoal::detail::ordered_map;
-  om::bulletin_board<long> board;
-  const om::node_ref at20{1, 2, 0};
-  const om::node_ref at50{1, 5, 0};
-  board.post(20, at20, 2);
-  board.post(50, at50, 1);
-  ordered_map_options opt;
-  opt.semantics = consistency::sequential;
+  const auto board = board_of({{20, 2}, {50, 1}});
+  const om::node_ref at20 = shortcut_node(20);
+  const om::node_ref at50 = shortcut_node(50);
+  const ordered_map_options opt = sequential_options();
   om::client<long, long> c(opt, 1, board);
   auto spec = [](op_kind op, long key) {
     op_spec<long, long> s;
@@ -917,15 +931,9 @@ TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
 TEST(SkipListClient, ReadsBesideACappedPassThatPassesAgainAreHeldAndRunAgainIfTheyShareKeys) {
   namespace om = shoal::detail::ordered_map;
   using client_type = om::client<long, long>;
-  om::bulletin_board<long> board;
-  const om::node_ref at20{1, 2, 0};
-  const om::node_ref at50{1, 5, 0};
-  const om::node_ref at80{1, 8, 0};
-  board.post(20, at20, 2);
-  board.post(50, at50, 1);
-  board.post(80, at80, 1);
-  ordered_map_options opt;
-  opt.semantics = consistency::sequential;
+  const auto board = board_of({{20, 2}, {50, 1}, {80, 1}});
+  const om::node_ref at50 = shortcut_node(50);
+  const ordered_map_options opt = sequential_options();
   for (const long a_answer : {55L, 61L}) {
     SCOPED_TRACE(a_answer);
     client_type c(opt, 1, board);
@@ -1001,13 +1009,10 @@ TEST(SkipListClient, ReadsBesideACappedPassThatPassesAgainAreHeldAndRunAgainIfTh
 TEST(SkipListClient, FindsBesideAFindSentBackFromTheirShortcutAreHeldAndRunAgain) {
   namespace om = shoal::detail::ordered_map;
   using client_type = om::client<long, long>;
-  om::bulletin_board<long> board;
-  const om::node_ref at10{1, 1, 0};
-  const om::node_ref at50{1, 5, 0};
-  board.post(10, at10, 1);
-  board.post(50, at50, 1);
-  ordered_map_options opt;
-  opt.semantics = consistency::sequential;
+  const auto board = board_of({{10, 1}, {50, 1}});
+  const om::node_ref at10 = shortcut_node(10);
+  const om::node_ref at50 = shortcut_node(50);
+  const ordered_map_options opt = sequential_options();
   client_type c(opt, 0, board);
   std::vector<std::pair<long, long>> delivered;  // (issue index, value)
   auto issue = [&](long key, long index) {
