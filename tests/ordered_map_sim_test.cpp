@@ -1064,6 +1064,153 @@ TEST(SkipListClient, FindsBesideAFindSentBackFromTheirShortcutAreHeldAndRunAgain
   EXPECT_EQ(delivered[2], std::make_pair(2L, 550L));
 }
 
+// A read held back by a second pass runs again only from the second pass's key up. Its keys below were read in their
+// place in issue order, and later writes of its client may since have changed them: here b's capped pass fails twice,
+// the second time after a later range r and a later insert w below b's key have run (neither waited: b was on its way
+// from the head, which keeps order). b's last second pass holds r, and r reads again [60, 70] only; reading again
+// from 10 it would have seen w's key, inserted after it.
+TEST(SkipListClient, AReadRunAgainReadsAgainOnlyFromTheSecondPassesKeyUp) {
+  namespace om = shoal::detail::ordered_map;
+  using client_type = om::client<long, long>;
+  const auto board = board_of({{20, 2}, {50, 1}, {80, 1}});
+  const om::node_ref at50 = shortcut_node(50);
+  const ordered_map_options opt = sequential_options();
+  client_type c(opt, 1, board);
+  std::vector<std::pair<long, op_result<long, long>>> delivered;  // (issue index, result)
+  auto issue = [&](op_kind op, long key, long index, long hi = 0) {
+    op_spec<long, long> s;
+    s.op = op;
+    s.key = key;
+    s.hi = hi;
+    auto e = c.try_issue(s, [&delivered, index](op_result<long, long>&& r) { delivered.emplace_back(index, r); });
+    EXPECT_TRUE(e);
+    return e->req;
+  };
+  auto reply_to = [](const om::request<long, long>& r, om::status st) {
+    om::reply<long, long> p;
+    p.client = 1;
+    p.seq = r.seq;
+    p.op = r.op;
+    p.st = st;
+    p.attempt = r.attempt;
+    return p;
+  };
+  auto answer = [&](const om::request<long, long>& r, om::status st, long key = 0) {
+    auto p = reply_to(r, st);
+    p.key = key;
+    p.value = key;
+    p.probes = 0;
+    c.on_reply(p);
+  };
+  auto answer_range = [&](const om::request<long, long>& r, std::vector<std::pair<long, long>> items) {
+    auto p = reply_to(r, om::status::ok);
+    p.key = r.key;
+    p.hi = r.hi;
+    p.hi_inclusive = true;
+    p.items = std::move(items);
+    c.on_reply(p);
+  };
+  auto entered = [&](client_type::entry_reason why) {
+    auto e = c.next_entry();
+    EXPECT_TRUE(e);
+    EXPECT_EQ(e->second, why);
+    return e->first;
+  };
+
+  const auto a = issue(op_kind::lower_bound, 25, 0);  // capped: [20, 50)
+  const auto b = issue(op_kind::lower_bound, 60, 1);  // capped: [50, 80)
+  answer(a, om::status::retry);
+  const auto a2 = entered(client_type::entry_reason::again).req;  // from the head; holds b
+  answer(b, om::status::retry);
+  const auto b2 = entered(client_type::entry_reason::again).req;  // from the head behind a
+  EXPECT_FALSE(c.next_entry());
+  const auto r = issue(op_kind::range, 10, 2, 70);
+  const auto w = issue(op_kind::insert, 12, 3);
+  answer_range(r, {{30, 30}, {65, 65}});
+  answer(w, om::status::ok);
+  answer(b2, om::status::ok, 65);  // held by a
+  answer(a2, om::status::ok, 61);  // a read [25, 61], b maybe older: b runs again
+  ASSERT_EQ(delivered.size(), 1u);
+  const auto b3 = entered(client_type::entry_reason::rerun);
+  EXPECT_EQ(b3.entry, at50);
+  EXPECT_TRUE(b3.req.has(om::flag::capped));
+  answer(b3.req, om::status::retry);  // nothing in b's node below 80 past 60, again
+  const auto b4 = entered(client_type::entry_reason::again).req;  // holds r
+  answer(b4, om::status::ok, 66);  // b read [60, 66], r maybe older: r runs again
+  const auto r2 = entered(client_type::entry_reason::rerun).req;
+  EXPECT_EQ(r2.seq, r.seq);
+  EXPECT_EQ(r2.key, 60) << "r runs again from b's key up, not over w's key";
+  EXPECT_EQ(r2.hi, 70);
+  EXPECT_FALSE(c.next_entry());
+  answer_range(r2, {{65, 65}, {66, 66}});
+  ASSERT_EQ(delivered.size(), 4u);
+  EXPECT_EQ(delivered[1].first, 1);
+  EXPECT_EQ(delivered[1].second.key, 66);
+  EXPECT_EQ(delivered[2].first, 2);
+  const std::vector<std::pair<long, long>> r_items{{30, 30}, {65, 65}, {66, 66}};
+  EXPECT_EQ(delivered[2].second.items, r_items) << "the keys below 60 as r first read them";
+  EXPECT_EQ(delivered[3].first, 3);
+}
+
+// A lower_bound held back before it had its answer read only up to its answer: answered below the second pass's key, it
+// is delivered as it is; answered from that key up, it runs again as a lower_bound of that key (it found nothing
+// between its own key and there).
+TEST(SkipListClient, AHeldLowerBoundRunsAgainOnlyIfItsAnswerReachedTheSecondPassesKey) {
+  namespace om = shoal::detail::ordered_map;
+  using client_type = om::client<long, long>;
+  const auto board = board_of({});
+  const ordered_map_options opt = sequential_options();
+  for (const long b_answer : {20L, 42L}) {
+    SCOPED_TRACE(b_answer);
+    client_type c(opt, 1, board);
+    std::vector<std::pair<long, long>> delivered;  // (issue index, answer)
+    auto issue = [&](op_kind op, long key, long index) {
+      op_spec<long, long> s;
+      s.op = op;
+      s.key = key;
+      auto e = c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
+        delivered.emplace_back(index, r.key ? *r.key : -1);
+      });
+      EXPECT_TRUE(e);
+      return e->req;
+    };
+    auto answer = [&](const om::request<long, long>& r, om::status st, long key = 0) {
+      om::reply<long, long> p;
+      p.client = 1;
+      p.seq = r.seq;
+      p.op = r.op;
+      p.st = st;
+      p.key = key;
+      p.value = key;
+      p.attempt = r.attempt;
+      p.probes = 0;
+      c.on_reply(p);
+    };
+    const auto a = issue(op_kind::lower_bound, 40, 0);  // from the head, probing
+    const auto b = issue(op_kind::successor, 10, 1);    // from the head behind it
+    answer(a, om::status::retry);                       // a met an empty node: again from the head, holding b
+    auto a2 = c.next_entry();
+    ASSERT_TRUE(a2);
+    answer(a2->first.req, om::status::ok, 45);  // a read [40, 45] before b had its answer
+    ASSERT_EQ(delivered.size(), 1u);
+    answer(b, om::status::ok, b_answer);
+    if (b_answer < 40) {
+      EXPECT_FALSE(c.next_entry()) << "b read [10, 20]: nothing of a's";
+      ASSERT_EQ(delivered.size(), 2u);
+      EXPECT_EQ(delivered[1], std::make_pair(1L, 20L));
+      continue;
+    }
+    auto rerun = c.next_entry();
+    ASSERT_TRUE(rerun) << "b read [10, 42]: it runs again";
+    EXPECT_EQ(rerun->second, client_type::entry_reason::rerun);
+    EXPECT_EQ(rerun->first.req.op, om::op_kind::lower_bound);
+    EXPECT_EQ(rerun->first.req.key, 40);
+    answer(rerun->first.req, om::status::ok, 41);
+    ASSERT_EQ(delivered.size(), 2u);
+    EXPECT_EQ(delivered[1], std::make_pair(1L, 41L));
+  }
+}
+
 TEST(BulletinBoard, LargestMinBelowWithHeight) {
   shoal::detail::ordered_map::bulletin_board<long> b;
   b.post(10, {0, 1, 0}, 1);

@@ -255,6 +255,7 @@ class client {
     // of its keys (it runs again), and (a second pass) the later reads it holds back
     std::uint32_t shadows = 0;
     bool stale = false;
+    K rerun_from{};  // stale: it runs again from this key up (run_again)
     bool at_shortcut = false;  // its current run entered at a shortcut (min key `entry`)
     K entry{};
     std::uint32_t region_at = no_region;  // its open region's place in open_
@@ -392,8 +393,15 @@ class client {
   void ran(std::uint64_t seq, client_op& o) {
     o.ran = true;
     if (o.shadows > 0) return;
-    if (o.stale) return run_again(seq, o);
+    if (o.stale && reads_from(o, o.rerun_from)) return run_again(seq, o);
+    o.stale = false;
     settle(seq, o);
+  }
+
+  /// Whether the run of read `o` that has its result read a key from `from` up. A lower_bound / successor marked stale
+  /// before it had its answer read only up to its answer.
+  static bool reads_from(const client_op& o, const K& from) {
+    return !(seeks_neighbour(o.op) && o.result.key && *o.result.key < from);
   }
 
   /// Operation `seq`'s result is final: its region closes and, a second pass, the reads it held back are released
@@ -411,7 +419,7 @@ class client {
       auto& l = it->second;
       --l.shadows;
       const K* ltop = read_top(l);
-      if ((top == nullptr || !(*top < l.key)) && (ltop == nullptr || !(*ltop < from))) l.stale = true;
+      if ((top == nullptr || !(*top < l.key)) && (ltop == nullptr || !(*ltop < from))) mark_stale(l, from);
       if (l.shadows == 0 && l.ran) ran(later, l);
     }
   }
@@ -424,12 +432,37 @@ class client {
     return o.capped ? &o.hi : nullptr;
   }
 
-  /// A read runs again: its result is dropped (late probes of its old pass are recognised by the attempt number);
-  /// it waits in waiting_ for an entry, its region open meanwhile.
+  /// Read `l` runs again from key `from` up: an earlier second pass read its keys from `from` up, maybe after `l` did.
+  static void mark_stale(client_op& l, const K& from) {
+    const K& f = from < l.key ? l.key : from;
+    if (!l.stale || f < l.rerun_from) l.rerun_from = f;
+    l.stale = true;
+  }
+
+  /// A read runs again from `rerun_from` up: its result there is dropped (late probes of its old pass are recognised
+  /// by the attempt number); it waits in waiting_ for an entry, its region open meanwhile.
+  ///
+  /// Only from there: its keys below were read in their place in issue order, and a later write of this client may
+  /// have changed them since (it did not wait for this read, which was then on its way from the head, or already had
+  /// its result, when the earlier second pass that holds it back was yet to start). From `from` up no later write has
+  /// run: each earlier second pass's operation, open since before this read was issued, kept every later write off
+  /// the keys from its own key up. A range keeps the key-values it read below `from`; a lower_bound / successor that
+  /// found nothing below `from` becomes a lower_bound of `from`.
   void run_again(std::uint64_t seq, client_op& o) {
     o.ran = false;
     o.stale = false;
-    o.result = {};
+    if (o.key < o.rerun_from) {
+      o.key = o.rerun_from;
+      if (o.op == op_kind::successor) o.op = op_kind::lower_bound;
+    }
+    if (o.op == op_kind::range) {
+      auto& items = o.result.items;
+      items.erase(std::lower_bound(items.begin(), items.end(), o.key,
+                                   [](const std::pair<K, V>& kv, const K& k) { return kv.first < k; }),
+                  items.end());
+    } else {
+      o.result = {};
+    }
     o.parts.clear();
     o.cursor = o.key;
     if (seeks_neighbour(o.op)) next_pass(o);
@@ -512,7 +545,7 @@ class client {
   void hold_later_finds_beside(std::uint64_t seq, client_op& o) {
     for (auto& [later, l] : ops_) {
       if (later <= seq || l.op != op_kind::find || !l.at_shortcut || l.entry < o.entry || o.entry < l.entry) continue;
-      l.stale = true;
+      mark_stale(l, l.key);
       hold_back(later, l, o);
     }
     std::sort(o.shadowed.begin(), o.shadowed.end());  // released in issue order
