@@ -807,6 +807,34 @@ TEST(OrderedMapOptions, ValidateNamesTheFieldAndItsRange) {
   rejects(with([](auto& o) { o.window = 2048; }), "ordered_map_options::window must be in [window_min, window_max]");
 }
 
+// first_from (lower_bound / successor at a node) against std::lower_bound / std::upper_bound, for every key around
+// nodes of 0 to 40 keys, plain and tuple keys (the branch-free search and the generic one).
+template <class K>
+void check_first_from(K (*make)(long)) {
+  shoal::detail::ordered_map::node<K, long> n;
+  for (long size = 0; size <= 40; ++size) {
+    for (long key = -1; key <= 3 * size + 1; ++key) {
+      for (const bool strictly : {false, true}) {
+        const auto it = strictly ? std::upper_bound(n.keys.begin(), n.keys.end(), make(key))
+                                 : std::lower_bound(n.keys.begin(), n.keys.end(), make(key));
+        const auto got = n.first_from(make(key), strictly);
+        if (it == n.keys.end()) {
+          EXPECT_FALSE(got) << size << " keys, key " << key << (strictly ? ", strictly" : "");
+        } else {
+          ASSERT_TRUE(got) << size << " keys, key " << key;
+          EXPECT_EQ(*got, static_cast<std::size_t>(it - n.keys.begin())) << size << " keys, key " << key;
+        }
+      }
+    }
+    n.insert(make(3 * size), 0);  // keys 0, 3, 6, ...: every key has a key or a gap on either side
+  }
+}
+
+TEST(SkipListNode, FirstFromIsLowerAndUpperBound) {
+  check_first_from<long>([](long k) { return k; });
+  check_first_from<std::tuple<int, int, int>>([](long k) { return std::tuple<int, int, int>{0, static_cast<int>(k), 1}; });
+}
+
 TEST(SkipListNode, LocalOperationsAndSplitHalves) {
   shoal::detail::ordered_map::node<long, long> n;
   for (long k : {5L, 1L, 9L, 3L, 7L}) EXPECT_TRUE(n.insert(k, k * 2));
@@ -1062,6 +1090,84 @@ TEST(SkipListClient, FindsBesideAFindSentBackFromTheirShortcutAreHeldAndRunAgain
   ASSERT_EQ(delivered.size(), 3u);
   EXPECT_EQ(delivered[1], std::make_pair(1L, 171L));
   EXPECT_EQ(delivered[2], std::make_pair(2L, 550L));
+}
+
+// Capped passes are plain searches from their shortcut, as finds are: capped lower_bounds and finds entering at one
+// shortcut do not wait for each other (a write there still waits: a second pass would read its key). When the node
+// sends the earlier capped pass back (a stale shortcut), the later plain searches that entered there beside it are
+// held until its second pass from the head has its answer, and run again; one at another shortcut is not held.
+TEST(SkipListClient, CappedPassesAndFindsAtOneShortcutDoNotWaitForEachOther) {
+  namespace om = shoal::detail::ordered_map;
+  using client_type = om::client<long, long>;
+  const auto board = board_of({{20, 2}, {50, 1}});
+  const om::node_ref at20 = shortcut_node(20);
+  const ordered_map_options opt = sequential_options();
+  client_type c(opt, 1, board);
+  std::vector<std::pair<long, long>> delivered;  // (issue index, answer or value)
+  auto issue = [&](op_kind op, long key, long index) {
+    op_spec<long, long> s;
+    s.op = op;
+    s.key = key;
+    return c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
+      delivered.emplace_back(index, r.key ? *r.key : r.value ? *r.value : -1);
+    });
+  };
+  auto answer = [&](const om::request<long, long>& r, long key) {
+    om::reply<long, long> p;
+    p.client = 1;
+    p.seq = r.seq;
+    p.op = r.op;
+    p.st = om::status::ok;
+    p.key = key;
+    p.value = key;
+    p.attempt = r.attempt;
+    p.probes = 0;
+    c.on_reply(p);
+  };
+  const auto a = issue(op_kind::lower_bound, 25, 0);
+  const auto b = issue(op_kind::lower_bound, 30, 1);
+  const auto f = issue(op_kind::find, 35, 2);
+  const auto d = issue(op_kind::find, 55, 3);
+  ASSERT_TRUE(a && b && f && d) << "plain searches at one shortcut do not wait for each other";
+  EXPECT_EQ(a->entry, at20);
+  EXPECT_EQ(b->entry, at20);
+  EXPECT_TRUE(b->req.has(om::flag::capped));
+  EXPECT_EQ(f->entry, at20);
+  EXPECT_FALSE(issue(op_kind::insert, 40, 4)) << "a write above the capped passes' keys waits";
+  auto sent_back = a->req;
+  c.on_bounce(sent_back);  // the node at 20 no longer holds 25
+  auto again = c.next_entry();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->first.req.seq, a->req.seq);
+  EXPECT_EQ(again->first.entry, om::head_node);
+  EXPECT_TRUE(again->first.req.has(om::flag::with_probes));
+  EXPECT_FALSE(c.next_entry());
+  answer(b->req, 33);  // served at 20 before a: held
+  answer(f->req, 35);
+  answer(d->req, 55);
+  EXPECT_TRUE(delivered.empty());
+  answer(again->first.req, 26);
+  ASSERT_EQ(delivered.size(), 1u);
+  EXPECT_EQ(delivered[0], std::make_pair(0L, 26L));
+  // b and f run again (f after b: a read that runs again is not passed freely); d, at another shortcut, does not.
+  auto b_again = c.next_entry();
+  ASSERT_TRUE(b_again);
+  EXPECT_EQ(b_again->second, client_type::entry_reason::rerun);
+  EXPECT_EQ(b_again->first.req.seq, b->req.seq);
+  EXPECT_EQ(b_again->first.entry, at20);
+  EXPECT_FALSE(c.next_entry());
+  answer(b_again->first.req, 31);
+  ASSERT_EQ(delivered.size(), 2u);
+  auto f_again = c.next_entry();
+  ASSERT_TRUE(f_again);
+  EXPECT_EQ(f_again->second, client_type::entry_reason::rerun);
+  EXPECT_EQ(f_again->first.req.seq, f->req.seq);
+  EXPECT_FALSE(c.next_entry());
+  answer(f_again->first.req, 35);
+  ASSERT_EQ(delivered.size(), 4u);
+  EXPECT_EQ(delivered[1], std::make_pair(1L, 31L));
+  EXPECT_EQ(delivered[2], std::make_pair(2L, 35L));
+  EXPECT_EQ(delivered[3], std::make_pair(3L, 55L));
 }
 
 // A read held back by a second pass runs again only from the second pass's key up. Its keys below were read in their

@@ -69,8 +69,8 @@
 //                 stamp) and issues them as the list's only client under sequential consistency: operations take
 //                 effect in that order (results equal a sequential replay in it; linearizable).
 //   sequential    (default) a rank enters at shortcuts of its own rank's bulletin board only where none of its
-//                 earlier operations still on the way could be overtaken (finds entering at one shortcut keep their
-//                 order and do not wait for each other); its operations take effect and its futures become ready in
+//                 earlier operations still on the way could be overtaken (finds and lower_bounds entering at one
+//                 shortcut keep their order and do not wait for each other); its operations take effect and its futures become ready in
 //                 issue order. Per key the results are linearizable in every rank's issue order. A
 //                 range or lower_bound reads its nodes at different moments: it may see rank A's later write to one
 //                 node and not A's earlier write to another (which A sent through the head while this read came

@@ -22,11 +22,13 @@
 // it did, older than it saw it). A later write at the head keeps clear of the keys of an open lower_bound from the
 // head, whose next pass would follow it there.
 //
-// Finds that enter at one shortcut do not wait for each other: like operations from the head, they follow the same
-// links in issue order. Only a shortcut that went stale between them can part them (the node sends the earlier one back
-// and serves the later one): the later finds that entered there beside it are then held until it has its answer, and
-// run again (on_bounce). Finds that entered at other shortcuts of the same board lie between other shortcuts'
-// min keys: while only such finds are on their way and the board has not changed, a new find enters without a scan.
+// Plain searches that enter at one shortcut — finds and capped passes — do not wait for each other: like operations
+// from the head, they follow the same links in issue order. Only a shortcut that went stale between them can part them
+// (the node sends the earlier one back and serves the later one): the later ones that entered there beside it are then
+// held until it has its answer, and run again (on_bounce). A capped pass that finds nothing below its cap passes again
+// from the head, and holds the later reads beside it as it holds those above its cap. Plain searches that entered at
+// other shortcuts of the same board lie between other shortcuts' min keys: while only such searches are on their way
+// and the board has not changed, a new one enters without a scan.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -174,13 +176,11 @@ class client {
       return;
     }
     auto& o = it->second;
+    if (opt_.semantics == consistency::sequential && plain_run(o)) hold_later_runs_beside(it->first, o);
     if (o.capped) {  // a capped lower_bound / successor: its pass from the head is a second pass
       pass_again(it->first, o);
       issue_waiting();
       return;
-    }
-    if (opt_.semantics == consistency::sequential && o.op == op_kind::find && o.at_shortcut) {
-      hold_later_finds_beside(it->first, o);
     }
     reenter_at_head(it->first);
     if (seeks_neighbour(r.op)) {
@@ -267,7 +267,7 @@ class client {
 
   /// The keys an operation still on its way may visit (sequential consistency): from its entry (the head, or a
   /// shortcut's min key) to its largest key (none: unbounded; a capped lower_bound: below its cap for reads). A flat
-  /// list, scanned on an issue unless only finds entered at shortcuts are open (conflicts).
+  /// list, scanned on an issue unless only plain searches entered at shortcuts are open (conflicts).
   struct open_region {
     std::uint64_t seq = 0;
     K entry_min{};
@@ -539,12 +539,12 @@ class client {
     hold_region(later, l);
   }
 
-  /// Find `seq` came back from the shortcut it entered at (it went stale). The later finds that entered at the same
-  /// shortcut beside it did not wait for it and may have been served there before it will be: each is held until it
-  /// has its answer, and runs again.
-  void hold_later_finds_beside(std::uint64_t seq, client_op& o) {
+  /// Plain search `seq` (a find or a capped pass) came back from the shortcut it entered at (it went stale). The later
+  /// plain searches that entered at the same shortcut beside it did not wait for it and may have been served there
+  /// before it will be: each is held until it has its answer, and runs again.
+  void hold_later_runs_beside(std::uint64_t seq, client_op& o) {
     for (auto& [later, l] : ops_) {
-      if (later <= seq || l.op != op_kind::find || !l.at_shortcut || l.entry < o.entry || o.entry < l.entry) continue;
+      if (later <= seq || !plain_run(l) || l.entry < o.entry || o.entry < l.entry) continue;
       mark_stale(l, l.key);
       hold_back(later, l, o);
     }
@@ -672,15 +672,16 @@ class client {
   /// issued before `before` and still on its way — or, a write at the head, change a key that a read which may still
   /// run again behind it (one held by a second pass, a lower_bound / successor from the head) may read?
   ///
-  /// Without a scan when `n` is a new find entering at a shortcut and every open region is one too, each entered on
-  /// the board as it is now: each lies between its shortcut's min key and the next one's (board lookup), so it either
-  /// entered at n's shortcut (no conflict: passes_freely) or lies wholly below or above n's.
+  /// Without a scan when `n` is a new plain search entering at a shortcut (a find, a capped pass) and every open region
+  /// is one too, each entered on the board as it is now: each lies between its shortcut's min key and the next one's
+  /// (board lookup; a capped pass's cap is the next one's min key), so it either entered at n's shortcut (no conflict:
+  /// passes_freely) or lies wholly below or above n's.
   bool conflicts(const open_region& n, std::uint64_t before) const {
     if (before == no_limit && passes_freely(n) && others_open_ == 0 &&
         (free_open_ == 0 || (!free_mixed_ && free_board_version_ == board_.version()))) {
 #if SHOAL_CHECKS >= 2
       if (conflicts_scan(n, before)) {
-        throw std::logic_error("shoal ordered_map: a find entered beside one it may overtake (a shoal bug)");
+        throw std::logic_error("shoal ordered_map: a read entered beside one it may overtake (a shoal bug)");
       }
 #endif
       return false;
@@ -710,9 +711,12 @@ class client {
     return !below && !above;
   }
 
-  /// Whether region `r` is a find entered at a shortcut, which a later find entering at the same shortcut need not wait
-  /// for (not one that may run again: it would enter elsewhere).
-  static bool passes_freely(const open_region& r) { return r.find && !r.via_head && !r.may_rerun; }
+  /// Whether region `r` is a plain search entered at a shortcut (a find, a capped pass), which a later one entering at
+  /// the same shortcut need not wait for (not one that may run again: it would enter elsewhere).
+  static bool passes_freely(const open_region& r) { return (r.find || r.capped) && !r.via_head && !r.may_rerun; }
+
+  /// Whether operation `o`'s current run is a plain search from a shortcut: a find, or a capped pass.
+  static bool plain_run(const client_op& o) { return o.at_shortcut && (o.op == op_kind::find || o.capped); }
 
   open_region* find_region(std::uint64_t seq) {
     auto it = ops_.find(seq);
@@ -727,9 +731,9 @@ class client {
     count(r, false);
   }
 
-  /// Counts region `r` in (or, `leaving`, out of) the free finds or the others (conflicts). A free find counted in
-  /// under a board that changed since the first one still open, or after a change of its region (it may no longer lie
-  /// between two shortcuts of the board), makes the free finds *mixed* until none is left.
+  /// Counts region `r` in (or, `leaving`, out of) the free plain searches or the others (conflicts). A free one counted
+  /// in under a board that changed since the first one still open, or after a change of its region (it may no longer
+  /// lie between two shortcuts of the board), makes the free ones *mixed* until none is left.
   void count(const open_region& r, bool leaving, bool changed = false) {
     if (!passes_freely(r)) {
       if (leaving) {
@@ -803,8 +807,8 @@ class client {
   std::uint64_t next_delivery_;  // sequential consistency: the sequence number delivered next
   std::vector<open_region> open_;  // regions of the operations in ops_ whose result is not final
   std::uint64_t regions_closed_ = 0;  // regions closed or changed so far (wait_)
-  // open regions that are finds entered at shortcuts (passes_freely) and the others; the board's version when the
-  // first of the free ones opened, and whether one opened since under another or after a change (conflicts)
+  // open regions that are plain searches entered at shortcuts (passes_freely) and the others; the board's version when
+  // the first of the free ones opened, and whether one opened since under another or after a change (conflicts)
   std::size_t free_open_ = 0;
   std::size_t others_open_ = 0;
   std::uint64_t free_board_version_ = 0;

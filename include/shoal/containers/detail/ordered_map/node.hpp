@@ -154,12 +154,13 @@ struct node {
     return true;
   }
 
-  /// First local key >= key (or > key when `strictly`), as an index.
+  /// First local key >= key (or > key when `strictly`), as an index. The search of a find (position), whose value
+  /// it also loads: the answer returns it.
   std::optional<std::size_t> first_from(const K& key, bool strictly) const {
-    auto it = strictly ? std::upper_bound(keys.begin(), keys.end(), key)
-                       : std::lower_bound(keys.begin(), keys.end(), key);
-    if (it == keys.end()) return std::nullopt;
-    return static_cast<std::size_t>(it - keys.begin());
+    std::size_t i = position(key, values.data());
+    if (strictly && i < keys.size() && !(key < keys[i])) ++i;  // keys[i] is key itself (keys are distinct)
+    if (i == keys.size()) return std::nullopt;
+    return i;
   }
 
   /// The indices [first, last) of the local keys in [lo, hi] (or [lo, hi) ). The end is found by galloping from the
