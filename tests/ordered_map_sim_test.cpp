@@ -899,8 +899,8 @@ shoal::detail::ordered_map::bulletin_board<long> board_of(std::initializer_list<
 // enters there without first-pass probes, capped by the next shortcut's min key; a later read above the cap enters at
 // its own shortcut at once, while a later write above the lower_bound's key waits (a second pass would read there); an
 // operation on keys below the open one's shortcut enters at the head; a lower_bound without a shortcut enters at the
-// head and probes from its first pass, and a later one with a shortcut waits for it rather than follow it there, as
-// does a later write at the head of a key it may read.
+// head and probes from its first pass; a later one with a shortcut enters there held behind it, while a later write
+// at the head of a key it may read waits for it.
 TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
   namespace om = shoal::detail::ordered_map;
   const auto board = board_of({{20, 2}, {50, 1}});
@@ -942,10 +942,13 @@ TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
   EXPECT_EQ(head->entry, om::head_node);
   EXPECT_TRUE(head->req.has(om::flag::with_probes));
   EXPECT_FALSE(head->req.has(om::flag::capped));
-  // While it is on its way, a later lower_bound that has a shortcut waits rather than follow it from the head.
-  EXPECT_FALSE(lone.try_issue(spec(op_kind::lower_bound, 60), ignore()));
-  // So does a write at the head of a key it may read (it may have to pass again from the head, behind the write); a
-  // write below its key enters behind it.
+  // While it is on its way, a later lower_bound that has a shortcut enters there, held behind it (it may read a key
+  // before the one from the head does: it runs again if it did).
+  auto beside = lone.try_issue(spec(op_kind::lower_bound, 60), ignore());
+  ASSERT_TRUE(beside);
+  EXPECT_EQ(beside->entry, at50);
+  // A write at the head of a key the first may read waits (it may have to pass again from the head, behind the write);
+  // a write below its key enters behind it.
   EXPECT_FALSE(lone.try_issue(spec(op_kind::insert, 9), ignore()));
   auto low = lone.try_issue(spec(op_kind::insert, 3), ignore());
   ASSERT_TRUE(low);
@@ -1090,6 +1093,65 @@ TEST(SkipListClient, FindsBesideAFindSentBackFromTheirShortcutAreHeldAndRunAgain
   ASSERT_EQ(delivered.size(), 3u);
   EXPECT_EQ(delivered[1], std::make_pair(1L, 171L));
   EXPECT_EQ(delivered[2], std::make_pair(2L, 550L));
+}
+
+// A read at a shortcut does not wait for an earlier lower_bound on its way from the head: it enters held behind it,
+// is delivered as it is when that one's answer lies below its keys, and runs again when that one read one of them
+// (maybe after it did). A read below the lower_bound's key is not held.
+TEST(SkipListClient, AReadAtAShortcutEntersHeldBehindALowerBoundFromTheHead) {
+  namespace om = shoal::detail::ordered_map;
+  using client_type = om::client<long, long>;
+  const auto board = board_of({{20, 2}, {50, 1}});
+  const ordered_map_options opt = sequential_options();
+  for (const long a_answer : {30L, 57L}) {
+    SCOPED_TRACE(a_answer);
+    client_type c(opt, 1, board);
+    std::vector<std::pair<long, long>> delivered;  // (issue index, answer or value)
+    auto issue = [&](op_kind op, long key, long index) {
+      op_spec<long, long> s;
+      s.op = op;
+      s.key = key;
+      auto e = c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
+        delivered.emplace_back(index, r.key ? *r.key : r.value ? *r.value : -1);
+      });
+      EXPECT_TRUE(e);
+      return e->req;
+    };
+    auto answer = [&](const om::request<long, long>& r, long key) {
+      om::reply<long, long> p;
+      p.client = 1;
+      p.seq = r.seq;
+      p.op = r.op;
+      p.st = om::status::ok;
+      p.key = key;
+      p.value = key;
+      p.attempt = r.attempt;
+      p.probes = 0;
+      c.on_reply(p);
+    };
+    const auto a = issue(op_kind::lower_bound, 7, 0);  // no shortcut below 20: from the head, probing
+    const auto b = issue(op_kind::find, 55, 1);        // at 50, held behind a
+    const auto d = issue(op_kind::find, 3, 2);         // at the head, below a's key: not held
+    answer(b, 55);
+    answer(d, 3);
+    EXPECT_TRUE(delivered.empty());
+    answer(a, a_answer);
+    if (a_answer < 55) {
+      ASSERT_EQ(delivered.size(), 3u) << "a read [7, 30]: b is delivered as it is";
+      EXPECT_EQ(delivered[1], std::make_pair(1L, 55L));
+      EXPECT_FALSE(c.next_entry());
+      continue;
+    }
+    ASSERT_EQ(delivered.size(), 1u) << "a read [7, 57]: b runs again";
+    auto rerun = c.next_entry();
+    ASSERT_TRUE(rerun);
+    EXPECT_EQ(rerun->second, client_type::entry_reason::rerun);
+    EXPECT_EQ(rerun->first.req.seq, b.seq);
+    answer(rerun->first.req, 55);
+    ASSERT_EQ(delivered.size(), 3u);
+    EXPECT_EQ(delivered[1], std::make_pair(1L, 55L));
+    EXPECT_EQ(delivered[2], std::make_pair(2L, 3L));
+  }
 }
 
 // Capped passes are plain searches from their shortcut, as finds are: capped lower_bounds and finds entering at one

@@ -119,6 +119,7 @@ class client {
     // Regions order a client's operations under sequential consistency only (the other semantics never look).
     if (opt_.semantics == consistency::sequential) open_region_of(o, region_of(seq, o, *at));
     take_entry(o, *at);
+    if (opt_.semantics == consistency::sequential) hold_behind_unbounded_reads(seq, o);
     request_type r = request_for(seq, o, *at);
     r.value = spec.value;
     return entering{std::move(r), at->node};
@@ -539,6 +540,21 @@ class client {
     hold_region(later, l);
   }
 
+  /// Read `seq` entered at a shortcut beside earlier lower_bounds / successors that are not capped, which it did not
+  /// wait for (pair_conflicts): it may read a key before one of them does, so it is held until each has its answer,
+  /// and runs again if it read one of that one's keys (settle) — as the reads issued beside a capped pass that passes
+  /// again are. Their regions keep every later write off their keys meanwhile.
+  void hold_behind_unbounded_reads(std::uint64_t seq, client_op& o) {
+    if (!o.at_shortcut || !is_read(o.op)) return;
+    const K* top = read_top(o);
+    for (const auto& r : open_) {
+      if (!(r.seq < seq) || !holds_later_reads(r) || (top != nullptr && *top < r.lo)) continue;
+      auto& e = ops_.find(r.seq)->second;
+      hold_back(seq, o, e);
+      std::inplace_merge(e.shadowed.begin(), e.shadowed.end() - 1, e.shadowed.end());  // kept in issue order
+    }
+  }
+
   /// Plain search `seq` (a find or a capped pass) came back from the shortcut it entered at (it went stale). The later
   /// plain searches that entered at the same shortcut beside it did not wait for it and may have been served there
   /// before it will be: each is held until it has its answer, and runs again.
@@ -561,6 +577,7 @@ class client {
       r = region_of(seq, o, *at);
       r.may_rerun = r.may_rerun || may_rerun;
     });
+    hold_behind_unbounded_reads(seq, o);
     to_enter_.push_back({{request_for(seq, o, *at), at->node}, entry_reason::rerun});
     return true;
   }
@@ -702,6 +719,9 @@ class client {
       if (n.read || !o.read || !o.may_rerun) return false;
       return !(n.hi < o.lo || o.below(n.lo, false));  // whether the write touches one of its keys
     }
+    // A read at a shortcut does not wait for a lower_bound / successor that is not capped: it enters held behind it
+    // (hold_behind_unbounded_reads).
+    if (n.read && !n.via_head && holds_later_reads(o)) return false;
     if (passes_freely(n) && passes_freely(o) && !(n.entry_min < o.entry_min) && !(o.entry_min < n.entry_min)) {
       return false;  // two finds entered at one shortcut keep their order (a stale shortcut: on_bounce)
     }
@@ -714,6 +734,11 @@ class client {
   /// Whether region `r` is a plain search entered at a shortcut (a find, a capped pass), which a later one entering at
   /// the same shortcut need not wait for (not one that may run again: it would enter elsewhere).
   static bool passes_freely(const open_region& r) { return (r.find || r.capped) && !r.via_head && !r.may_rerun; }
+
+  /// Whether region `r` is a lower_bound / successor that is not capped (from the head, at the last shortcut, waiting
+  /// to pass again or to run again): later reads at shortcuts enter held behind it rather than wait for it. Whatever
+  /// its state, it keeps every later write off the keys from its own key up until it has its answer.
+  static bool holds_later_reads(const open_region& r) { return r.unbounded && r.read && !r.capped; }
 
   /// Whether operation `o`'s current run is a plain search from a shortcut: a find, or a capped pass.
   static bool plain_run(const client_op& o) { return o.at_shortcut && (o.op == op_kind::find || o.capped); }
