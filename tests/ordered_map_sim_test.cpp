@@ -832,7 +832,8 @@ void check_first_from(K (*make)(long)) {
 
 TEST(SkipListNode, FirstFromIsLowerAndUpperBound) {
   check_first_from<long>([](long k) { return k; });
-  check_first_from<std::tuple<int, int, int>>([](long k) { return std::tuple<int, int, int>{0, static_cast<int>(k), 1}; });
+  check_first_from<std::tuple<int, int, int>>(
+      [](long k) { return std::tuple<int, int, int>{0, static_cast<int>(k), 1}; });
 }
 
 TEST(SkipListNode, LocalOperationsAndSplitHalves) {
@@ -894,6 +895,89 @@ shoal::detail::ordered_map::bulletin_board<long> board_of(std::initializer_list<
   for (const auto& [min, height] : posts) board.post(min, shortcut_node(min), height);
   return board;
 }
+
+/// A client under sequential consistency driven by hand: the test issues operations (with their issue index), plays
+/// the nodes' replies and bounces, and reads what the client delivered, in order, as (issue index, answer): a
+/// lower_bound's key, a find's value (-1: none), and a range's key-values beside it.
+struct scripted_client {
+  using client_type = shoal::detail::ordered_map::client<long, long>;
+  using request_type = shoal::detail::ordered_map::request<long, long>;
+  using status = shoal::detail::ordered_map::status;
+  using reason = client_type::entry_reason;
+
+  /// Over a board of shortcuts (board_of).
+  explicit scripted_client(std::initializer_list<std::pair<long, int>> posts)
+      : board(board_of(posts)), c(options, 1, board) {}
+
+  /// The index-th operation (a range: [key, hi]), if the client takes it now.
+  std::optional<client_type::entering> try_issue(op_kind op, long key, long index, long hi = 0) {
+    op_spec<long, long> s;
+    s.op = op;
+    s.key = key;
+    s.hi = hi;
+    return c.try_issue(s, [this, index](op_result<long, long>&& r) {
+      delivered.emplace_back(index, r.key ? *r.key : r.value ? *r.value : -1);
+      items.push_back(std::move(r.items));
+    });
+  }
+  /// The request of an operation the client must take now.
+  request_type issue(op_kind op, long key, long index, long hi = 0) {
+    auto e = try_issue(op, key, index, hi);
+    if (!e) {
+      ADD_FAILURE() << "operation " << index << " was not issued";
+      return {};
+    }
+    return e->req;
+  }
+  /// The reply of the node that serves `r`: `st`, with `key` as the key and value (a lower_bound's answer, a find's
+  /// value).
+  void answer(const request_type& r, long key, status st = status::ok) {
+    auto p = reply_to(r, st);
+    p.key = key;
+    p.value = key;
+    p.probes = 0;
+    c.on_reply(p);
+  }
+  /// The reply to range `r`: one part, all of it.
+  void answer_range(const request_type& r, std::vector<std::pair<long, long>> kvs) {
+    auto p = reply_to(r, status::ok);
+    p.key = r.key;
+    p.hi = r.hi;
+    p.hi_inclusive = true;
+    p.items = std::move(kvs);
+    c.on_reply(p);
+  }
+  /// The node sends `r` back (a stale shortcut).
+  void bounce(request_type r) { c.on_bounce(r); }
+  /// The next request the client needs entered, which must be there, entered for `why`.
+  client_type::entering entered(reason why) {
+    auto e = c.next_entry();
+    if (!e) {
+      ADD_FAILURE() << "no request to enter";
+      return {};
+    }
+    EXPECT_EQ(e->second, why);
+    return std::move(e->first);
+  }
+  bool nothing_to_enter() { return !c.next_entry(); }
+
+  const ordered_map_options options = sequential_options();
+  const shoal::detail::ordered_map::bulletin_board<long> board;
+  client_type c;
+  std::vector<std::pair<long, long>> delivered;
+  std::vector<std::vector<std::pair<long, long>>> items;
+
+ private:
+  static shoal::detail::ordered_map::reply<long, long> reply_to(const request_type& r, status st) {
+    shoal::detail::ordered_map::reply<long, long> p;
+    p.client = 1;
+    p.seq = r.seq;
+    p.op = r.op;
+    p.st = st;
+    p.attempt = r.attempt;
+    return p;
+  }
+};
 
 // Where a client enters its operations under sequential consistency (client.hpp): a lower_bound with a shortcut
 // enters there without first-pass probes, capped by the next shortcut's min key; a later read above the cap enters at
@@ -961,275 +1045,129 @@ TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
 // ignored) and is delivered after its second run; one that read none is delivered as it is.
 TEST(SkipListClient, ReadsBesideACappedPassThatPassesAgainAreHeldAndRunAgainIfTheyShareKeys) {
   namespace om = shoal::detail::ordered_map;
-  using client_type = om::client<long, long>;
-  const auto board = board_of({{20, 2}, {50, 1}, {80, 1}});
-  const om::node_ref at50 = shortcut_node(50);
-  const ordered_map_options opt = sequential_options();
+  using reason = scripted_client::reason;
   for (const long a_answer : {55L, 61L}) {
     SCOPED_TRACE(a_answer);
-    client_type c(opt, 1, board);
-    std::vector<std::pair<long, long>> delivered;  // (issue index, answer)
-    auto issue = [&](long key, long index, op_kind op = op_kind::lower_bound) {
-      op_spec<long, long> s;
-      s.op = op;
-      s.key = key;
-      auto e = c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
-        delivered.emplace_back(index, r.key ? *r.key : -1);
-      });
-      EXPECT_TRUE(e);
-      return e->req;
-    };
-    auto answer = [&](const om::request<long, long>& r, om::status st, long key) {
-      om::reply<long, long> p;
-      p.client = 1;
-      p.seq = r.seq;
-      p.op = r.op;
-      p.st = st;
-      p.key = key;
-      p.value = key;
-      p.attempt = r.attempt;
-      p.probes = 0;
-      c.on_reply(p);
-    };
-
-    const auto x = issue(85, 0, op_kind::find);  // [80, 85] from the shortcut at 80
-    const auto a = issue(25, 1);                 // capped: [20, 50)
-    const auto b = issue(60, 2);                 // capped: [50, 80)
-    answer(a, om::status::retry, 0);  // nothing in a's node between 25 and 50
-    EXPECT_FALSE(c.next_entry()) << "a's second pass from the head could overtake x, an earlier read";
-    answer(x, om::status::ok, 85);
-    ASSERT_EQ(delivered.size(), 1u);
-    auto again = c.next_entry();
-    ASSERT_TRUE(again);
-    EXPECT_EQ(again->second, client_type::entry_reason::again);
-    EXPECT_EQ(again->first.req.seq, a.seq);
-    EXPECT_EQ(again->first.entry, om::head_node);
-    EXPECT_TRUE(again->first.req.has(om::flag::with_probes));
-    EXPECT_FALSE(again->first.req.has(om::flag::capped));
-    answer(b, om::status::ok, 62);  // b saw [60, 62], beside a's second pass: held
-    EXPECT_EQ(delivered.size(), 1u);
-    answer(again->first.req, om::status::ok, a_answer);
+    scripted_client t({{20, 2}, {50, 1}, {80, 1}});
+    const auto x = t.issue(op_kind::find, 85, 0);         // [80, 85] from the shortcut at 80
+    const auto a = t.issue(op_kind::lower_bound, 25, 1);  // capped: [20, 50)
+    const auto b = t.issue(op_kind::lower_bound, 60, 2);  // capped: [50, 80)
+    t.answer(a, 0, om::status::retry);                    // nothing in a's node between 25 and 50
+    EXPECT_TRUE(t.nothing_to_enter()) << "a's second pass from the head could overtake x, an earlier read";
+    t.answer(x, 85);
+    ASSERT_EQ(t.delivered.size(), 1u);
+    const auto again = t.entered(reason::again);
+    EXPECT_EQ(again.req.seq, a.seq);
+    EXPECT_EQ(again.entry, om::head_node);
+    EXPECT_TRUE(again.req.has(om::flag::with_probes));
+    EXPECT_FALSE(again.req.has(om::flag::capped));
+    t.answer(b, 62);  // b saw [60, 62], beside a's second pass: held
+    EXPECT_EQ(t.delivered.size(), 1u);
+    t.answer(again.req, a_answer);
     if (a_answer < 60) {
-      ASSERT_EQ(delivered.size(), 3u) << "a read [25, 55]: nothing of b's";
-      EXPECT_EQ(delivered[1], std::make_pair(1L, 55L));
-      EXPECT_EQ(delivered[2], std::make_pair(2L, 62L));
-      EXPECT_FALSE(c.next_entry());
+      ASSERT_EQ(t.delivered.size(), 3u) << "a read [25, 55]: nothing of b's";
+      EXPECT_EQ(t.delivered[1], std::make_pair(1L, 55L));
+      EXPECT_EQ(t.delivered[2], std::make_pair(2L, 62L));
+      EXPECT_TRUE(t.nothing_to_enter());
       continue;
     }
-    ASSERT_EQ(delivered.size(), 2u) << "a read [25, 61], b saw 60..62 maybe before it: b runs again";
-    EXPECT_EQ(delivered[1], std::make_pair(1L, 61L));
-    auto rerun = c.next_entry();
-    ASSERT_TRUE(rerun);
-    EXPECT_EQ(rerun->second, client_type::entry_reason::rerun);
-    EXPECT_EQ(rerun->first.req.seq, b.seq);
-    EXPECT_EQ(rerun->first.entry, at50);
-    EXPECT_TRUE(rerun->first.req.has(om::flag::capped));
-    EXPECT_EQ(rerun->first.req.attempt, b.attempt + 1);
-    EXPECT_FALSE(c.next_entry());
-    answer(b, om::status::ok, 99);  // a late reply of b's first run: ignored
-    EXPECT_EQ(delivered.size(), 2u);
-    answer(rerun->first.req, om::status::ok, 61);
-    ASSERT_EQ(delivered.size(), 3u);
-    EXPECT_EQ(delivered[2], std::make_pair(2L, 61L));
+    ASSERT_EQ(t.delivered.size(), 2u) << "a read [25, 61], b saw 60..62 maybe before it: b runs again";
+    EXPECT_EQ(t.delivered[1], std::make_pair(1L, 61L));
+    const auto rerun = t.entered(reason::rerun);
+    EXPECT_EQ(rerun.req.seq, b.seq);
+    EXPECT_EQ(rerun.entry, shortcut_node(50));
+    EXPECT_TRUE(rerun.req.has(om::flag::capped));
+    EXPECT_EQ(rerun.req.attempt, b.attempt + 1);
+    EXPECT_TRUE(t.nothing_to_enter());
+    t.answer(b, 99);  // a late reply of b's first run: ignored
+    EXPECT_EQ(t.delivered.size(), 2u);
+    t.answer(rerun.req, 61);
+    ASSERT_EQ(t.delivered.size(), 3u);
+    EXPECT_EQ(t.delivered[2], std::make_pair(2L, 61L));
   }
-}
-
-// Finds entering at one shortcut do not wait for each other; when the shortcut turned stale for the earlier one (the
-// node sends it back), the later finds that entered there beside it are held until it has its answer and run again
-// (they may have been served before it); a find beside another shortcut is not.
-TEST(SkipListClient, FindsBesideAFindSentBackFromTheirShortcutAreHeldAndRunAgain) {
-  namespace om = shoal::detail::ordered_map;
-  using client_type = om::client<long, long>;
-  const auto board = board_of({{10, 1}, {50, 1}});
-  const om::node_ref at10 = shortcut_node(10);
-  const om::node_ref at50 = shortcut_node(50);
-  const ordered_map_options opt = sequential_options();
-  client_type c(opt, 0, board);
-  std::vector<std::pair<long, long>> delivered;  // (issue index, value)
-  auto issue = [&](long key, long index) {
-    op_spec<long, long> s;
-    s.op = op_kind::find;
-    s.key = key;
-    return c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
-      delivered.emplace_back(index, r.value ? *r.value : -1);
-    });
-  };
-  auto answer = [&](const om::request<long, long>& r, long value) {
-    om::reply<long, long> p;
-    p.client = 0;
-    p.seq = r.seq;
-    p.op = r.op;
-    p.st = om::status::ok;
-    p.value = value;
-    p.attempt = r.attempt;
-    c.on_reply(p);
-  };
-  const auto a = issue(15, 0);
-  const auto b = issue(17, 1);
-  const auto d = issue(55, 2);
-  ASSERT_TRUE(a && b && d) << "finds entering at one shortcut do not wait for each other";
-  EXPECT_EQ(a->entry, at10);
-  EXPECT_EQ(b->entry, at10);
-  EXPECT_EQ(d->entry, at50);
-  auto sent_back = a->req;
-  c.on_bounce(sent_back);  // the node at 10 no longer holds 15
-  auto again = c.next_entry();
-  ASSERT_TRUE(again);
-  EXPECT_EQ(again->first.req.seq, a->req.seq);
-  EXPECT_EQ(again->first.entry, om::head_node);
-  EXPECT_FALSE(c.next_entry());
-  answer(b->req, 170);  // served at 10 before a, which is on its way from the head
-  answer(d->req, 550);
-  EXPECT_TRUE(delivered.empty());
-  answer(again->first.req, 150);
-  ASSERT_EQ(delivered.size(), 1u);
-  EXPECT_EQ(delivered[0], std::make_pair(0L, 150L));
-  auto rerun = c.next_entry();
-  ASSERT_TRUE(rerun) << "b may have been served before a: it runs again";
-  EXPECT_EQ(rerun->second, client_type::entry_reason::rerun);
-  EXPECT_EQ(rerun->first.req.seq, b->req.seq);
-  EXPECT_FALSE(c.next_entry()) << "d entered at another shortcut: not held";
-  answer(rerun->first.req, 171);
-  ASSERT_EQ(delivered.size(), 3u);
-  EXPECT_EQ(delivered[1], std::make_pair(1L, 171L));
-  EXPECT_EQ(delivered[2], std::make_pair(2L, 550L));
 }
 
 // A read at a shortcut does not wait for an earlier lower_bound on its way from the head: it enters held behind it,
 // is delivered as it is when that one's answer lies below its keys, and runs again when that one read one of them
 // (maybe after it did). A read below the lower_bound's key is not held.
 TEST(SkipListClient, AReadAtAShortcutEntersHeldBehindALowerBoundFromTheHead) {
-  namespace om = shoal::detail::ordered_map;
-  using client_type = om::client<long, long>;
-  const auto board = board_of({{20, 2}, {50, 1}});
-  const ordered_map_options opt = sequential_options();
+  using reason = scripted_client::reason;
   for (const long a_answer : {30L, 57L}) {
     SCOPED_TRACE(a_answer);
-    client_type c(opt, 1, board);
-    std::vector<std::pair<long, long>> delivered;  // (issue index, answer or value)
-    auto issue = [&](op_kind op, long key, long index) {
-      op_spec<long, long> s;
-      s.op = op;
-      s.key = key;
-      auto e = c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
-        delivered.emplace_back(index, r.key ? *r.key : r.value ? *r.value : -1);
-      });
-      EXPECT_TRUE(e);
-      return e->req;
-    };
-    auto answer = [&](const om::request<long, long>& r, long key) {
-      om::reply<long, long> p;
-      p.client = 1;
-      p.seq = r.seq;
-      p.op = r.op;
-      p.st = om::status::ok;
-      p.key = key;
-      p.value = key;
-      p.attempt = r.attempt;
-      p.probes = 0;
-      c.on_reply(p);
-    };
-    const auto a = issue(op_kind::lower_bound, 7, 0);  // no shortcut below 20: from the head, probing
-    const auto b = issue(op_kind::find, 55, 1);        // at 50, held behind a
-    const auto d = issue(op_kind::find, 3, 2);         // at the head, below a's key: not held
-    answer(b, 55);
-    answer(d, 3);
-    EXPECT_TRUE(delivered.empty());
-    answer(a, a_answer);
+    scripted_client t({{20, 2}, {50, 1}});
+    const auto a = t.issue(op_kind::lower_bound, 7, 0);  // no shortcut below 20: from the head, probing
+    const auto b = t.issue(op_kind::find, 55, 1);        // at 50, held behind a
+    const auto d = t.issue(op_kind::find, 3, 2);         // at the head, below a's key: not held
+    t.answer(b, 55);
+    t.answer(d, 3);
+    EXPECT_TRUE(t.delivered.empty());
+    t.answer(a, a_answer);
     if (a_answer < 55) {
-      ASSERT_EQ(delivered.size(), 3u) << "a read [7, 30]: b is delivered as it is";
-      EXPECT_EQ(delivered[1], std::make_pair(1L, 55L));
-      EXPECT_FALSE(c.next_entry());
+      ASSERT_EQ(t.delivered.size(), 3u) << "a read [7, 30]: b is delivered as it is";
+      EXPECT_EQ(t.delivered[1], std::make_pair(1L, 55L));
+      EXPECT_TRUE(t.nothing_to_enter());
       continue;
     }
-    ASSERT_EQ(delivered.size(), 1u) << "a read [7, 57]: b runs again";
-    auto rerun = c.next_entry();
-    ASSERT_TRUE(rerun);
-    EXPECT_EQ(rerun->second, client_type::entry_reason::rerun);
-    EXPECT_EQ(rerun->first.req.seq, b.seq);
-    answer(rerun->first.req, 55);
-    ASSERT_EQ(delivered.size(), 3u);
-    EXPECT_EQ(delivered[1], std::make_pair(1L, 55L));
-    EXPECT_EQ(delivered[2], std::make_pair(2L, 3L));
+    ASSERT_EQ(t.delivered.size(), 1u) << "a read [7, 57]: b runs again";
+    const auto rerun = t.entered(reason::rerun);
+    EXPECT_EQ(rerun.req.seq, b.seq);
+    t.answer(rerun.req, 55);
+    ASSERT_EQ(t.delivered.size(), 3u);
+    EXPECT_EQ(t.delivered[1], std::make_pair(1L, 55L));
+    EXPECT_EQ(t.delivered[2], std::make_pair(2L, 3L));
   }
 }
 
-// Capped passes are plain searches from their shortcut, as finds are: capped lower_bounds and finds entering at one
-// shortcut do not wait for each other (a write there still waits: a second pass would read its key). When the node
-// sends the earlier capped pass back (a stale shortcut), the later plain searches that entered there beside it are
-// held until its second pass from the head has its answer, and run again; one at another shortcut is not held.
-TEST(SkipListClient, CappedPassesAndFindsAtOneShortcutDoNotWaitForEachOther) {
+// Plain searches from a shortcut — finds and capped lower_bounds — entering at one shortcut do not wait for each other
+// (a write there still waits: a second pass would read its key). When the node sends the earlier one back (a stale
+// shortcut), the later ones that entered there beside it are held until it has its answer, and run again (they may
+// have been served before it); one at another shortcut is not held.
+TEST(SkipListClient, PlainSearchesAtOneShortcutDoNotWaitForEachOtherAndRunAgainBesideOneSentBack) {
   namespace om = shoal::detail::ordered_map;
-  using client_type = om::client<long, long>;
-  const auto board = board_of({{20, 2}, {50, 1}});
-  const om::node_ref at20 = shortcut_node(20);
-  const ordered_map_options opt = sequential_options();
-  client_type c(opt, 1, board);
-  std::vector<std::pair<long, long>> delivered;  // (issue index, answer or value)
-  auto issue = [&](op_kind op, long key, long index) {
-    op_spec<long, long> s;
-    s.op = op;
-    s.key = key;
-    return c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
-      delivered.emplace_back(index, r.key ? *r.key : r.value ? *r.value : -1);
-    });
-  };
-  auto answer = [&](const om::request<long, long>& r, long key) {
-    om::reply<long, long> p;
-    p.client = 1;
-    p.seq = r.seq;
-    p.op = r.op;
-    p.st = om::status::ok;
-    p.key = key;
-    p.value = key;
-    p.attempt = r.attempt;
-    p.probes = 0;
-    c.on_reply(p);
-  };
-  const auto a = issue(op_kind::lower_bound, 25, 0);
-  const auto b = issue(op_kind::lower_bound, 30, 1);
-  const auto f = issue(op_kind::find, 35, 2);
-  const auto d = issue(op_kind::find, 55, 3);
-  ASSERT_TRUE(a && b && f && d) << "plain searches at one shortcut do not wait for each other";
-  EXPECT_EQ(a->entry, at20);
-  EXPECT_EQ(b->entry, at20);
-  EXPECT_TRUE(b->req.has(om::flag::capped));
-  EXPECT_EQ(f->entry, at20);
-  EXPECT_FALSE(issue(op_kind::insert, 40, 4)) << "a write above the capped passes' keys waits";
-  auto sent_back = a->req;
-  c.on_bounce(sent_back);  // the node at 20 no longer holds 25
-  auto again = c.next_entry();
-  ASSERT_TRUE(again);
-  EXPECT_EQ(again->first.req.seq, a->req.seq);
-  EXPECT_EQ(again->first.entry, om::head_node);
-  EXPECT_TRUE(again->first.req.has(om::flag::with_probes));
-  EXPECT_FALSE(c.next_entry());
-  answer(b->req, 33);  // served at 20 before a: held
-  answer(f->req, 35);
-  answer(d->req, 55);
-  EXPECT_TRUE(delivered.empty());
-  answer(again->first.req, 26);
-  ASSERT_EQ(delivered.size(), 1u);
-  EXPECT_EQ(delivered[0], std::make_pair(0L, 26L));
-  // b and f run again (f after b: a read that runs again is not passed freely); d, at another shortcut, does not.
-  auto b_again = c.next_entry();
-  ASSERT_TRUE(b_again);
-  EXPECT_EQ(b_again->second, client_type::entry_reason::rerun);
-  EXPECT_EQ(b_again->first.req.seq, b->req.seq);
-  EXPECT_EQ(b_again->first.entry, at20);
-  EXPECT_FALSE(c.next_entry());
-  answer(b_again->first.req, 31);
-  ASSERT_EQ(delivered.size(), 2u);
-  auto f_again = c.next_entry();
-  ASSERT_TRUE(f_again);
-  EXPECT_EQ(f_again->second, client_type::entry_reason::rerun);
-  EXPECT_EQ(f_again->first.req.seq, f->req.seq);
-  EXPECT_FALSE(c.next_entry());
-  answer(f_again->first.req, 35);
-  ASSERT_EQ(delivered.size(), 4u);
-  EXPECT_EQ(delivered[1], std::make_pair(1L, 31L));
-  EXPECT_EQ(delivered[2], std::make_pair(2L, 35L));
-  EXPECT_EQ(delivered[3], std::make_pair(3L, 55L));
+  using reason = scripted_client::reason;
+  for (const op_kind first : {op_kind::find, op_kind::lower_bound}) {
+    SCOPED_TRACE(static_cast<int>(first));
+    scripted_client t({{20, 2}, {50, 1}});
+    const auto a = t.try_issue(first, 25, 0);
+    const auto b = t.try_issue(op_kind::lower_bound, 30, 1);
+    const auto f = t.try_issue(op_kind::find, 35, 2);
+    const auto d = t.try_issue(op_kind::find, 55, 3);
+    ASSERT_TRUE(a && b && f && d) << "plain searches at one shortcut do not wait for each other";
+    EXPECT_EQ(a->entry, shortcut_node(20));
+    EXPECT_EQ(b->entry, shortcut_node(20));
+    EXPECT_TRUE(b->req.has(om::flag::capped));
+    EXPECT_EQ(f->entry, shortcut_node(20));
+    EXPECT_EQ(d->entry, shortcut_node(50));
+    EXPECT_FALSE(t.try_issue(op_kind::insert, 40, 4)) << "a write above the lower_bound's key waits";
+    t.bounce(a->req);  // the node at 20 no longer holds 25
+    const auto again = t.entered(reason::again);
+    EXPECT_EQ(again.req.seq, a->req.seq);
+    EXPECT_EQ(again.entry, om::head_node);
+    EXPECT_EQ(again.req.has(om::flag::with_probes), first == op_kind::lower_bound);
+    EXPECT_TRUE(t.nothing_to_enter());
+    t.answer(b->req, 33);  // served at 20 before a, which is on its way from the head: held
+    t.answer(f->req, 35);
+    t.answer(d->req, 55);
+    EXPECT_TRUE(t.delivered.empty());
+    t.answer(again.req, 26);
+    ASSERT_EQ(t.delivered.size(), 1u);
+    EXPECT_EQ(t.delivered[0], std::make_pair(0L, 26L));
+    // b and f run again (f after b: a read that runs again is not passed freely); d, at another shortcut, does not.
+    const auto b_again = t.entered(reason::rerun);
+    EXPECT_EQ(b_again.req.seq, b->req.seq);
+    EXPECT_EQ(b_again.entry, shortcut_node(20));
+    EXPECT_TRUE(t.nothing_to_enter());
+    t.answer(b_again.req, 31);
+    ASSERT_EQ(t.delivered.size(), 2u);
+    const auto f_again = t.entered(reason::rerun);
+    EXPECT_EQ(f_again.req.seq, f->req.seq);
+    EXPECT_TRUE(t.nothing_to_enter());
+    t.answer(f_again.req, 36);
+    ASSERT_EQ(t.delivered.size(), 4u);
+    EXPECT_EQ(t.delivered[1], std::make_pair(1L, 31L));
+    EXPECT_EQ(t.delivered[2], std::make_pair(2L, 36L));
+    EXPECT_EQ(t.delivered[3], std::make_pair(3L, 55L));
+  }
 }
 
 // A read held back by a second pass runs again only from the second pass's key up. Its keys below were read in their
@@ -1239,85 +1177,40 @@ TEST(SkipListClient, CappedPassesAndFindsAtOneShortcutDoNotWaitForEachOther) {
 // from 10 it would have seen w's key, inserted after it.
 TEST(SkipListClient, AReadRunAgainReadsAgainOnlyFromTheSecondPassesKeyUp) {
   namespace om = shoal::detail::ordered_map;
-  using client_type = om::client<long, long>;
-  const auto board = board_of({{20, 2}, {50, 1}, {80, 1}});
-  const om::node_ref at50 = shortcut_node(50);
-  const ordered_map_options opt = sequential_options();
-  client_type c(opt, 1, board);
-  std::vector<std::pair<long, op_result<long, long>>> delivered;  // (issue index, result)
-  auto issue = [&](op_kind op, long key, long index, long hi = 0) {
-    op_spec<long, long> s;
-    s.op = op;
-    s.key = key;
-    s.hi = hi;
-    auto e = c.try_issue(s, [&delivered, index](op_result<long, long>&& r) { delivered.emplace_back(index, r); });
-    EXPECT_TRUE(e);
-    return e->req;
-  };
-  auto reply_to = [](const om::request<long, long>& r, om::status st) {
-    om::reply<long, long> p;
-    p.client = 1;
-    p.seq = r.seq;
-    p.op = r.op;
-    p.st = st;
-    p.attempt = r.attempt;
-    return p;
-  };
-  auto answer = [&](const om::request<long, long>& r, om::status st, long key = 0) {
-    auto p = reply_to(r, st);
-    p.key = key;
-    p.value = key;
-    p.probes = 0;
-    c.on_reply(p);
-  };
-  auto answer_range = [&](const om::request<long, long>& r, std::vector<std::pair<long, long>> items) {
-    auto p = reply_to(r, om::status::ok);
-    p.key = r.key;
-    p.hi = r.hi;
-    p.hi_inclusive = true;
-    p.items = std::move(items);
-    c.on_reply(p);
-  };
-  auto entered = [&](client_type::entry_reason why) {
-    auto e = c.next_entry();
-    EXPECT_TRUE(e);
-    EXPECT_EQ(e->second, why);
-    return e->first;
-  };
-
-  const auto a = issue(op_kind::lower_bound, 25, 0);  // capped: [20, 50)
-  const auto b = issue(op_kind::lower_bound, 60, 1);  // capped: [50, 80)
-  answer(a, om::status::retry);
-  const auto a2 = entered(client_type::entry_reason::again).req;  // from the head; holds b
-  answer(b, om::status::retry);
-  const auto b2 = entered(client_type::entry_reason::again).req;  // from the head behind a
-  EXPECT_FALSE(c.next_entry());
-  const auto r = issue(op_kind::range, 10, 2, 70);
-  const auto w = issue(op_kind::insert, 12, 3);
-  answer_range(r, {{30, 30}, {65, 65}});
-  answer(w, om::status::ok);
-  answer(b2, om::status::ok, 65);  // held by a
-  answer(a2, om::status::ok, 61);  // a read [25, 61], b maybe older: b runs again
-  ASSERT_EQ(delivered.size(), 1u);
-  const auto b3 = entered(client_type::entry_reason::rerun);
-  EXPECT_EQ(b3.entry, at50);
+  using reason = scripted_client::reason;
+  scripted_client t({{20, 2}, {50, 1}, {80, 1}});
+  const auto a = t.issue(op_kind::lower_bound, 25, 0);  // capped: [20, 50)
+  const auto b = t.issue(op_kind::lower_bound, 60, 1);  // capped: [50, 80)
+  t.answer(a, 0, om::status::retry);
+  const auto a2 = t.entered(reason::again).req;  // from the head; holds b
+  t.answer(b, 0, om::status::retry);
+  const auto b2 = t.entered(reason::again).req;  // from the head behind a
+  EXPECT_TRUE(t.nothing_to_enter());
+  const auto r = t.issue(op_kind::range, 10, 2, 70);
+  const auto w = t.issue(op_kind::insert, 12, 3);
+  t.answer_range(r, {{30, 30}, {65, 65}});
+  t.answer(w, 0);
+  t.answer(b2, 65);  // held by a
+  t.answer(a2, 61);  // a read [25, 61], b maybe older: b runs again
+  ASSERT_EQ(t.delivered.size(), 1u);
+  const auto b3 = t.entered(reason::rerun);
+  EXPECT_EQ(b3.entry, shortcut_node(50));
   EXPECT_TRUE(b3.req.has(om::flag::capped));
-  answer(b3.req, om::status::retry);  // nothing in b's node below 80 past 60, again
-  const auto b4 = entered(client_type::entry_reason::again).req;  // holds r
-  answer(b4, om::status::ok, 66);  // b read [60, 66], r maybe older: r runs again
-  const auto r2 = entered(client_type::entry_reason::rerun).req;
+  t.answer(b3.req, 0, om::status::retry);  // nothing in b's node below 80 past 60, again
+  const auto b4 = t.entered(reason::again).req;  // holds r
+  t.answer(b4, 66);  // b read [60, 66], r maybe older: r runs again
+  const auto r2 = t.entered(reason::rerun).req;
   EXPECT_EQ(r2.seq, r.seq);
   EXPECT_EQ(r2.key, 60) << "r runs again from b's key up, not over w's key";
   EXPECT_EQ(r2.hi, 70);
-  EXPECT_FALSE(c.next_entry());
-  answer_range(r2, {{65, 65}, {66, 66}});
-  ASSERT_EQ(delivered.size(), 4u);
-  EXPECT_EQ(delivered[1].first, 1);
-  EXPECT_EQ(delivered[1].second.key, 66);
-  EXPECT_EQ(delivered[2].first, 2);
+  EXPECT_TRUE(t.nothing_to_enter());
+  t.answer_range(r2, {{65, 65}, {66, 66}});
+  ASSERT_EQ(t.delivered.size(), 4u);
+  EXPECT_EQ(t.delivered[1], std::make_pair(1L, 66L));
+  EXPECT_EQ(t.delivered[2].first, 2);
   const std::vector<std::pair<long, long>> r_items{{30, 30}, {65, 65}, {66, 66}};
-  EXPECT_EQ(delivered[2].second.items, r_items) << "the keys below 60 as r first read them";
-  EXPECT_EQ(delivered[3].first, 3);
+  EXPECT_EQ(t.items[2], r_items) << "the keys below 60 as r first read them";
+  EXPECT_EQ(t.delivered[3].first, 3);
 }
 
 // A lower_bound held back before it had its answer read only up to its answer: answered below the second pass's key, it
@@ -1325,57 +1218,28 @@ TEST(SkipListClient, AReadRunAgainReadsAgainOnlyFromTheSecondPassesKeyUp) {
 // between its own key and there).
 TEST(SkipListClient, AHeldLowerBoundRunsAgainOnlyIfItsAnswerReachedTheSecondPassesKey) {
   namespace om = shoal::detail::ordered_map;
-  using client_type = om::client<long, long>;
-  const auto board = board_of({});
-  const ordered_map_options opt = sequential_options();
+  using reason = scripted_client::reason;
   for (const long b_answer : {20L, 42L}) {
     SCOPED_TRACE(b_answer);
-    client_type c(opt, 1, board);
-    std::vector<std::pair<long, long>> delivered;  // (issue index, answer)
-    auto issue = [&](op_kind op, long key, long index) {
-      op_spec<long, long> s;
-      s.op = op;
-      s.key = key;
-      auto e = c.try_issue(s, [&delivered, index](op_result<long, long>&& r) {
-        delivered.emplace_back(index, r.key ? *r.key : -1);
-      });
-      EXPECT_TRUE(e);
-      return e->req;
-    };
-    auto answer = [&](const om::request<long, long>& r, om::status st, long key = 0) {
-      om::reply<long, long> p;
-      p.client = 1;
-      p.seq = r.seq;
-      p.op = r.op;
-      p.st = st;
-      p.key = key;
-      p.value = key;
-      p.attempt = r.attempt;
-      p.probes = 0;
-      c.on_reply(p);
-    };
-    const auto a = issue(op_kind::lower_bound, 40, 0);  // from the head, probing
-    const auto b = issue(op_kind::successor, 10, 1);    // from the head behind it
-    answer(a, om::status::retry);                       // a met an empty node: again from the head, holding b
-    auto a2 = c.next_entry();
-    ASSERT_TRUE(a2);
-    answer(a2->first.req, om::status::ok, 45);  // a read [40, 45] before b had its answer
-    ASSERT_EQ(delivered.size(), 1u);
-    answer(b, om::status::ok, b_answer);
+    scripted_client t({});
+    const auto a = t.issue(op_kind::lower_bound, 40, 0);  // from the head, probing
+    const auto b = t.issue(op_kind::successor, 10, 1);    // from the head behind it
+    t.answer(a, 0, om::status::retry);                    // a met an empty node: again from the head, holding b
+    t.answer(t.entered(reason::again).req, 45);           // a read [40, 45] before b had its answer
+    ASSERT_EQ(t.delivered.size(), 1u);
+    t.answer(b, b_answer);
     if (b_answer < 40) {
-      EXPECT_FALSE(c.next_entry()) << "b read [10, 20]: nothing of a's";
-      ASSERT_EQ(delivered.size(), 2u);
-      EXPECT_EQ(delivered[1], std::make_pair(1L, 20L));
+      EXPECT_TRUE(t.nothing_to_enter()) << "b read [10, 20]: nothing of a's";
+      ASSERT_EQ(t.delivered.size(), 2u);
+      EXPECT_EQ(t.delivered[1], std::make_pair(1L, 20L));
       continue;
     }
-    auto rerun = c.next_entry();
-    ASSERT_TRUE(rerun) << "b read [10, 42]: it runs again";
-    EXPECT_EQ(rerun->second, client_type::entry_reason::rerun);
-    EXPECT_EQ(rerun->first.req.op, om::op_kind::lower_bound);
-    EXPECT_EQ(rerun->first.req.key, 40);
-    answer(rerun->first.req, om::status::ok, 41);
-    ASSERT_EQ(delivered.size(), 2u);
-    EXPECT_EQ(delivered[1], std::make_pair(1L, 41L));
+    const auto rerun = t.entered(reason::rerun).req;  // b read [10, 42]: it runs again
+    EXPECT_EQ(rerun.op, om::op_kind::lower_bound);
+    EXPECT_EQ(rerun.key, 40);
+    t.answer(rerun, 41);
+    ASSERT_EQ(t.delivered.size(), 2u);
+    EXPECT_EQ(t.delivered[1], std::make_pair(1L, 41L));
   }
 }
 

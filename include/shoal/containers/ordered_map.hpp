@@ -70,11 +70,12 @@
 //                 effect in that order (results equal a sequential replay in it; linearizable).
 //   sequential    (default) a rank enters at shortcuts of its own rank's bulletin board only where none of its
 //                 earlier operations still on the way could be overtaken (finds and lower_bounds entering at one
-//                 shortcut keep their order and do not wait for each other); its operations take effect and its futures become ready in
-//                 issue order. Per key the results are linearizable in every rank's issue order. A
-//                 range or lower_bound reads its nodes at different moments: it may see rank A's later write to one
-//                 node and not A's earlier write to another (which A sent through the head while this read came
-//                 through a shortcut); total_order rules that out.
+//                 shortcut keep their order and do not wait for each other; a read at a shortcut does not wait for a
+//                 lower_bound from the head either: it is held behind it, and runs again if that one read its keys
+//                 later); its operations take effect and its futures become ready in issue order. Per key the results
+//                 are linearizable in every rank's issue order. A range or lower_bound reads its nodes at different
+//                 moments: it may see rank A's later write to one node and not A's earlier write to another (which A
+//                 sent through the head while this read came through a shortcut); total_order rules that out.
 //   none          shortcuts everywhere, for clients and for nodes (reads jump ahead): no order between operations.
 //   Whatever the semantics, each operation is atomic and correct; a stale shortcut fails over to the head.
 //
