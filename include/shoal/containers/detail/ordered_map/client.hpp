@@ -545,7 +545,12 @@ class client {
   /// and runs again if it read one of that one's keys (settle) — as the reads issued beside a capped pass that passes
   /// again are. Their regions keep every later write off their keys meanwhile.
   void hold_behind_unbounded_reads(std::uint64_t seq, client_op& o) {
-    if (!o.at_shortcut || !is_read(o.op)) return;
+#if SHOAL_CHECKS >= 2
+    if (unbounded_open_ != static_cast<std::size_t>(std::count_if(open_.begin(), open_.end(), holds_later_reads))) {
+      throw std::logic_error("shoal ordered_map: the client miscounted its open lower_bounds (a shoal bug)");
+    }
+#endif
+    if (unbounded_open_ == 0 || !o.at_shortcut || !is_read(o.op)) return;  // no scan on the common path
     const K* top = read_top(o);
     for (const auto& r : open_) {
       if (!(r.seq < seq) || !holds_later_reads(r) || (top != nullptr && *top < r.lo)) continue;
@@ -756,10 +761,18 @@ class client {
     count(r, false);
   }
 
-  /// Counts region `r` in (or, `leaving`, out of) the free plain searches or the others (conflicts). A free one counted
-  /// in under a board that changed since the first one still open, or after a change of its region (it may no longer
-  /// lie between two shortcuts of the board), makes the free ones *mixed* until none is left.
+  /// Counts region `r` in (or, `leaving`, out of) the free plain searches or the others (conflicts), and the ones that
+  /// hold later reads behind them. A free one counted in under a board that changed since the first one still open, or
+  /// after a change of its region (it may no longer lie between two shortcuts of the board), makes the free ones
+  /// *mixed* until none is left.
   void count(const open_region& r, bool leaving, bool changed = false) {
+    if (holds_later_reads(r)) {
+      if (leaving) {
+        --unbounded_open_;
+      } else {
+        ++unbounded_open_;
+      }
+    }
     if (!passes_freely(r)) {
       if (leaving) {
         --others_open_;
@@ -836,6 +849,7 @@ class client {
   // the first of the free ones opened, and whether one opened since under another or after a change (conflicts)
   std::size_t free_open_ = 0;
   std::size_t others_open_ = 0;
+  std::size_t unbounded_open_ = 0;  // open regions that hold later reads behind them (holds_later_reads)
   std::uint64_t free_board_version_ = 0;
   bool free_mixed_ = false;
   waiting_issue wait_;  // the operation try_issue last found it must wait for an earlier one
