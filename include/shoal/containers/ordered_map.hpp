@@ -43,11 +43,12 @@
 //                                          a second pass from the head, taken when the key's node holds no key past
 //                                          k (about 1 in G'). About 1 remote message in all at 10^6 keys, 2 ranks.
 //                                          Under sequential consistency one that has a shortcut is capped by the
-//                                          next shortcut's min key: later reads above the cap overtake it (so
-//                                          lower_bounds of one rank overlap), later writes above its key wait; when
-//                                          its key's node holds nothing below the cap, its second pass waits for
-//                                          earlier reads it could overtake, and later reads that may share a key
-//                                          with it run again (stats().reads_run_again)
+//                                          next shortcut's min key: later reads above the cap, and plain searches
+//                                          at its own shortcut, overtake it (so lower_bounds of one rank overlap),
+//                                          later writes above its key wait; when its key's node holds nothing below
+//                                          the cap, its second pass waits for earlier reads it could overtake, and
+//                                          later reads that may share a key with it run again from its key up
+//                                          (stats().reads_run_again)
 //   every (k+1)-th forward of a node to another rank: + 1 arrival message; the node holds requests meanwhile (k =
 //                                          ordered_map_options::asynchrony, set_asynchrony)
 //   insert that splits a node              + 1 allocation round trip when the free node is on another rank;
