@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <numeric>
+#include <stdexcept>
 #include <optional>
 #include <initializer_list>
 #include <map>
@@ -30,6 +35,28 @@ using op_result = shoal::ordered_map_operation_result<K, V>;
 template <class K, class V>
 using op_spec = shoal::ordered_map_operation<K, V>;
 using sim = shoal::testing::simulated_service<long, long>;
+
+/// The seeds a randomized test runs: `count` of them from 1, unless the environment asks for a sweep beyond the
+/// suite's — SHOAL_SIM_SEEDS (how many) and SHOAL_SIM_SEED0 (the first), e.g. SHOAL_SIM_SEED0=13 SHOAL_SIM_SEEDS=1000
+/// (with --gtest_filter=-SkipListClient.*, which take no seeds).
+std::vector<std::uint64_t> seeds(std::uint64_t count) {
+  auto setting = [](const char* name, std::uint64_t fallback, std::uint64_t least) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return fallback;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long value = std::strtoull(text, &end, 10);
+    if (*end != '\0' || errno != 0 || *text == '-' || value < least) {
+      throw std::invalid_argument(std::string(name) + " must be an integer of at least " + std::to_string(least) +
+                                  " (got \"" + text + "\")");
+    }
+    return static_cast<std::uint64_t>(value);
+  };
+  const std::uint64_t first = setting("SHOAL_SIM_SEED0", 1, 0);
+  std::vector<std::uint64_t> out(setting("SHOAL_SIM_SEEDS", count, 1));
+  std::iota(out.begin(), out.end(), first);
+  return out;
+}
 
 ordered_map_options small_options(consistency c) {
   ordered_map_options o;
@@ -196,7 +223,7 @@ struct sequencer_counts {
 void total_order_replay(int ranks, std::size_t window, std::size_t asynchrony = ordered_map_options{}.asynchrony,
                         mix m = mix::general, std::uint64_t* synchronous = nullptr,
                         sequencer_counts* counts = nullptr) {
-  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+  for (const std::uint64_t seed : seeds(12)) {
     std::mt19937_64 rng(seed * 7919 + static_cast<std::uint64_t>(ranks));
     auto o = small_options(consistency::total_order);
     o.window = o.window_max = window;
@@ -265,7 +292,7 @@ TEST_P(OrderedMapSim, NeighbourSearchesMatchReplayInHeadOrder) {
 }
 
 void per_client_replay(consistency c, int ranks, bool check_delivery) {
-  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+  for (const std::uint64_t seed : seeds(5)) {
     std::mt19937_64 rng(seed * 104729 + static_cast<std::uint64_t>(ranks));
     sim s(ranks, small_options(c), seed);
     std::vector<std::vector<std::size_t>> order(static_cast<std::size_t>(ranks));
@@ -301,7 +328,7 @@ TEST_P(OrderedMapSim, SequentialConsistencyReplaysEachClientInIssueOrder) {
 // nothing past its key in its node once ran a second pass from the head behind this client's later inserts, and
 // answered with a key inserted after it was issued.
 TEST_P(OrderedMapSim, SequentialConsistencyReplaysOneClientExactlyWithNeighbourSearches) {
-  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+  for (const std::uint64_t seed : seeds(40)) {
     std::mt19937_64 rng(seed * 15485863 + static_cast<std::uint64_t>(GetParam()));
     sim s(GetParam(), small_options(consistency::sequential), seed);
     std::vector<std::vector<std::size_t>> order(static_cast<std::size_t>(GetParam()));
@@ -333,9 +360,9 @@ TEST_P(OrderedMapSim, SequentialConsistencyIsLinearizablePerKeyInIssueOrderAcros
   const int ranks = GetParam();
   const h::ordered_map_key_model model{{}, width, -1};
   std::uint64_t run_again = 0;
-  for (int seed = 1; seed <= 100; ++seed) {
-    std::mt19937_64 rng(static_cast<std::uint64_t>(seed) * 2654435761u + static_cast<std::uint64_t>(ranks));
-    sim s(ranks, small_options(consistency::sequential), static_cast<std::uint64_t>(seed));
+  for (const std::uint64_t seed : seeds(100)) {
+    std::mt19937_64 rng(seed * 2654435761u + static_cast<std::uint64_t>(ranks));
+    sim s(ranks, small_options(consistency::sequential), seed);
     for (long g = 0; g < groups; ++g) {
       op_spec<long, long> sentinel;
       sentinel.op = op_kind::insert;
@@ -679,7 +706,7 @@ TEST_P(OrderedMapSim, StaleShortcutsFailOverToTheHead) {
 TEST_P(OrderedMapSim, ShortcutsThatGoStaleFailOverToTheHead) {
   const int ranks = GetParam();
   std::uint64_t bounces = 0;
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+  for (const std::uint64_t seed : seeds(6)) {
     auto o = small_options(consistency::sequential);
     o.window = o.window_min = o.window_max = 32;
     o.adaptive_window = false;
