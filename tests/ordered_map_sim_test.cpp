@@ -5,14 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstdlib>
-#include <numeric>
-#include <stdexcept>
-#include <optional>
 #include <initializer_list>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -21,6 +18,7 @@
 #include <vector>
 
 #include "ordered_map_sim.hpp"
+#include "shoal/core/detail/size_parse.hpp"
 #include "support/linearizability.hpp"
 #include "support/models.hpp"
 
@@ -40,20 +38,9 @@ using sim = shoal::testing::simulated_service<long, long>;
 /// suite's — SHOAL_SIM_SEEDS (how many) and SHOAL_SIM_SEED0 (the first), e.g. SHOAL_SIM_SEED0=13 SHOAL_SIM_SEEDS=1000
 /// (with --gtest_filter=-SkipListClient.*, which take no seeds).
 std::vector<std::uint64_t> seeds(std::uint64_t count) {
-  auto setting = [](const char* name, std::uint64_t fallback, std::uint64_t least) {
-    const char* text = std::getenv(name);
-    if (text == nullptr || *text == '\0') return fallback;
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long value = std::strtoull(text, &end, 10);
-    if (*end != '\0' || errno != 0 || *text == '-' || value < least) {
-      throw std::invalid_argument(std::string(name) + " must be an integer of at least " + std::to_string(least) +
-                                  " (got \"" + text + "\")");
-    }
-    return static_cast<std::uint64_t>(value);
-  };
-  const std::uint64_t first = setting("SHOAL_SIM_SEED0", 1, 0);
-  std::vector<std::uint64_t> out(setting("SHOAL_SIM_SEEDS", count, 1));
+  // shoal's own reader of numeric settings: a malformed value throws, naming the setting.
+  const std::uint64_t first = shoal::detail::env_size("SHOAL_SIM_SEED0").value_or(1);
+  std::vector<std::uint64_t> out(std::max<std::size_t>(1, shoal::detail::env_size("SHOAL_SIM_SEEDS").value_or(count)));
   std::iota(out.begin(), out.end(), first);
   return out;
 }

@@ -728,7 +728,7 @@ class client {
     // (hold_behind_unbounded_reads).
     if (n.read && !n.via_head && holds_later_reads(o)) return false;
     if (passes_freely(n) && passes_freely(o) && !(n.entry_min < o.entry_min) && !(o.entry_min < n.entry_min)) {
-      return false;  // two finds entered at one shortcut keep their order (a stale shortcut: on_bounce)
+      return false;  // two plain searches entered at one shortcut keep their order (a stale shortcut: on_bounce)
     }
     // The nodes an operation visits lie between its entry and its largest key (no largest key: unbounded).
     const bool below = !n.via_head && o.below(n.entry_min, n.read);
