@@ -308,6 +308,40 @@ TEST(Am, BarrierWithNothingToDoAndRepeated) {
   EXPECT_EQ(global_sum(static_cast<std::int64_t>(after.messages_handled - before.messages_handled)), np());
 }
 
+// A barrier's wave sums travel in messages of their own (detail::counter_sum: recursive doubling, the ranks beyond
+// the largest power of two folded in first). Every group size up to np(), members in two orders, the waves of
+// different groups back to back without a barrier between (one set of tags serves them all): every sum exact.
+TEST(Am, BarrierWaveSumsAreExactForEveryGroupSizeAndOrder) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_dup(shoal::world().comm(), &comm), MPI_SUCCESS);
+  const int n = np();
+  for (int round = 0; round < 6; ++round) {
+    const int step = round % 2 == 0 || n < 3 ? 1 : n - 1;  // n - 1 is coprime with n: a permutation
+    for (int size = 1; size <= n; ++size) {
+      std::vector<int> ranks(static_cast<std::size_t>(size));
+      int place = -1;
+      for (int i = 0; i < size; ++i) {
+        ranks[static_cast<std::size_t>(i)] = (i * step + round) % n;
+        if (ranks[static_cast<std::size_t>(i)] == me()) place = i;
+      }
+      if (place < 0) continue;
+      shoal::am::detail::counter_sum sum(comm, ranks, place, size);
+      for (std::uint64_t wave = 0; wave < 3; ++wave) {
+        const std::uint64_t tag = static_cast<std::uint64_t>(round * 100 + size) * 10 + wave;
+        sum.start({static_cast<std::uint64_t>(me()) + 1, tag});
+        shoal::wait_until([&] { return sum.test(); });
+        std::uint64_t ranks_sum = 0;
+        for (int r : ranks) ranks_sum += static_cast<std::uint64_t>(r) + 1;
+        const auto got = sum.result();
+        ASSERT_EQ(got[0], ranks_sum) << "round " << round << ", group of " << size << ", wave " << wave;
+        ASSERT_EQ(got[1], tag * static_cast<std::uint64_t>(size)) << "round " << round << ", group of " << size;
+      }
+    }
+  }
+  shoal::am::barrier();
+  MPI_Comm_free(&comm);
+}
+
 TEST(Am, HandlerMayWaitForAnRpc) {
   reset();
   // A handler that blocks on an rpc to its right neighbour: the wait runs other handlers, so it cannot deadlock

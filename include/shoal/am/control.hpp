@@ -19,12 +19,13 @@
 //   set_buffer_size(bytes)  SHOAL_AM_BUFFER     bytes per destination buffer, default 64 KiB (sizes like "16K")
 //   set_max_sends(n)        SHOAL_AM_MAX_SENDS  outstanding send buffers per rank before the sender drains, default 16
 //
-// Cost: flush M = one MPI message per non-empty buffer; barrier B = at least two MPI_Iallreduce waves (one more per
-// wave during which messages were still moving).
+// Cost: flush M = one MPI message per non-empty buffer; barrier B = at least two waves (one more per wave during
+// which messages were still moving), each a sum over the ranks in log2 p message exchanges.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "shoal/am/detail/engine.hpp"
 #include "shoal/core/error.hpp"
@@ -52,8 +53,13 @@ inline void barrier() {
 /// Collective over `t`: quiescence of the messages of team t among t's ranks (world(): the same as barrier()).
 inline void barrier(const team& t) {
   auto& e = detail::get();
-  if (t.id() == 0) e.quiesce();
-  else e.quiesce(t.comm(), t.id());
+  if (t.id() == 0) {
+    e.quiesce();
+  } else {
+    std::vector<int> ranks(static_cast<std::size_t>(t.size()));
+    for (int i = 0; i < t.size(); ++i) ranks[static_cast<std::size_t>(i)] = t.to_world(i);
+    e.quiesce(ranks, t.rank(), t.size(), t.id());
+  }
   e.throw_reported_errors();
 }
 

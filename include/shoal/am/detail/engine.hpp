@@ -20,6 +20,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,13 +135,18 @@ class engine {
   /// Flushes after every step that may have produced messages, so a reply leaves as soon as it is written.
   void poll() {
     check_not_held();
+    flush();
     receives_.repost();
     sends_.test();
-    run_queue();
-    flush();
+    if (!rxq_.empty()) {
+      run_queue();
+      flush();
+    }
+    const std::uint64_t replies = replies_;
     while (receive_one()) {
       run_queue();
       flush();
+      if (replies_ != replies) break;
     }
   }
 
@@ -184,13 +190,14 @@ class engine {
   // ---- quiescence and errors ---------------------------------------------------------------------------------------
 
   /// Collective quiescence (quiescence.hpp, docs/am.md): returns when no message is buffered, in flight, queued or
-  /// running on any rank. With a team (its communicator and id, not 0): the same over the team's ranks and the
-  /// messages of that team only (a team's messages travel between its ranks, and its handlers send only messages of
-  /// the team).
-  void quiesce(MPI_Comm team_comm = MPI_COMM_NULL, std::uint32_t team = 0) {
+  /// running on any rank. With a team (its ranks in team order, this rank's place among them, and its id, not 0): the
+  /// same over the team's ranks and the messages of that team only (a team's messages travel between its ranks, and
+  /// its handlers send only messages of the team).
+  void quiesce() { quiesce({}, me_, size_, 0); }
+  void quiesce(std::span<const int> ranks, int me, int size, std::uint32_t team) {
     if (depth_ > 0) throw usage_error("shoal::am::barrier: called from inside a handler (it is collective)");
     wait_for_quiescence(
-        team == 0 ? comm_.get() : team_comm, [this] { poll(); },
+        comm_.get(), ranks, me, size, [this] { poll(); },
         [this, team]() -> std::pair<std::uint64_t, std::uint64_t> {
           if (team == 0) return {sent(), counts_.handled()};
           return {sent(team), counts_.of(team).handled};
@@ -232,7 +239,10 @@ class engine {
   std::uint32_t add_pending(shoal::layer::state_ptr<shoal::layer::counted> state) {
     return rpcs_.add(std::move(state));
   }
-  shoal::layer::state_ptr<shoal::layer::counted> take_pending(std::uint32_t slot) { return rpcs_.take(slot); }
+  shoal::layer::state_ptr<shoal::layer::counted> take_pending(std::uint32_t slot) {
+    ++replies_;
+    return rpcs_.take(slot);
+  }
   std::size_t& live_rpcs() { return rpcs_.live(); }
 
   // ---- settings and state --------------------------------------------------------------------------------------------
@@ -479,6 +489,7 @@ class engine {
   std::uint32_t team_ = 0;  // see team()
   message_counts counts_;   // for quiescence (see sent())
   std::uint64_t buffers_sent_ = 0;
+  std::uint64_t replies_ = 0;  // rpc replies taken: a step that completed one returns to the waits
   std::uint32_t loop_epoch_ = 0;
 
   // The fault mode (SHOAL_FAULTS): received buffers held back, one lane per sender.
