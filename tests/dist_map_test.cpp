@@ -574,6 +574,41 @@ TEST(dist_map, errors_at_the_owner_come_back) {
   m.flush();
 }
 
+// A fire-and-forget operation on this rank's own shard waits a few posts in a ring, its key prefetched
+// (owner_table/own_posts.hpp), yet runs before anything this rank issues after it: a run of posts longer than the
+// ring, then right after a post each other kind of call — a single find, a post of another type, a batch,
+// local_for_each, contains, wait — sees every post before it. Another rank's posts to this shard run meanwhile.
+TEST(dist_map, own_posts_run_before_anything_this_rank_issues_after_them) {
+  const int me = shoal::rank();
+  shoal::dist_map<u64, u64> m;
+  std::vector<u64> own;  // keys this rank owns
+  for (u64 k = 0; own.size() < 40; ++k) {
+    if (m.owner(k) == me) own.push_back(k);
+  }
+  for (u64 i = 0; i < own.size(); ++i) m.post_insert(own[i], i);
+  EXPECT_EQ(m.find(own.back()), std::optional<u64>(own.size() - 1));  // the last post, held until the find
+  m.post_insert_or_assign(own[0], 100);
+  m.post_insert(own[1], 999);  // present: unchanged
+  m.post_erase(own[2]);        // another type: the two before run first
+  const auto found = m.find_batch(std::vector<u64>{own[0], own[1], own[2]});
+  EXPECT_EQ(found[0], std::optional<u64>(100));
+  EXPECT_EQ(found[1], std::optional<u64>(1));
+  EXPECT_EQ(found[2], std::nullopt);
+  m.post_insert(own[2], 7);
+  std::optional<u64> seen;
+  m.local_for_each([&](const u64& k, u64& v) {
+    if (k == own[2]) seen = v;
+  });
+  EXPECT_EQ(seen, std::optional<u64>(7));
+  m.post_erase(own[3]);
+  EXPECT_FALSE(m.contains(own[3]));
+  m.post_insert(own[3], 3);
+  m.wait();
+  EXPECT_EQ(m.local_size(), own.size());  // only this rank inserted these keys
+  m.flush();
+  EXPECT_EQ(m.size(), own.size() * static_cast<std::size_t>(shoal::size()));
+}
+
 // Every fire-and-forget form (post_*) of both maps: no result, complete once wait() returns, exact end state.
 TEST(dist_map, post_forms_complete_at_wait) {
   const int me = shoal::rank();

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,6 +39,7 @@
 #include "shoal/containers/detail/owner_table/byte_batches.hpp"
 #include "shoal/containers/detail/owner_table/completion.hpp"
 #include "shoal/containers/detail/owner_table/groups.hpp"
+#include "shoal/containers/detail/owner_table/own_posts.hpp"
 #include "shoal/containers/detail/owner_table/placement.hpp"
 #include "shoal/containers/detail/owner_table/replies.hpp"
 #include "shoal/containers/detail/owner_table/shard.hpp"
@@ -169,17 +171,34 @@ class owner_table {
   template <class Op, class... Args>
   void post(int owner, Args&&... args) {
     before_issue();
+    if constexpr (holdable_posts<shard_type, K, parameter_t<Args>...>) {
+      if (owner == me_) {  // held a few posts, key prefetched (own_posts.hpp)
+        own_posts_of<Op, parameter_t<Args>...>().add(as_parameter(std::forward<Args>(args))...);
+        return;
+      }
+    }
     send_unsent(owner);
     if (owner == me_) {
-      try {
-        ledger_.rejected_here(rejected_in(Op::apply(*this, me_, as_parameter(std::forward<Args>(args))...)));
-      } catch (const std::exception& e) {
-        ledger_.failed_here(failure_text(e));
-      }
+      run_own_post<Op>(as_parameter(std::forward<Args>(args))...);
     } else {
       ledger_.touch(owner);
       shoal::post(to_world(owner), on_post<Op, parameter_t<Args>...>{}, id_, std::forward<Args>(args)...);
     }
+  }
+
+  /// Runs a fire-and-forget Op on this rank's own shard now; what it rejects or raises is reported by wait().
+  template <class Op, class... Params>
+  void run_own_post(Params&&... args) {
+    try {
+      ledger_.rejected_here(rejected_in(Op::apply(*this, me_, std::forward<Params>(args)...)));
+    } catch (const std::exception& e) {
+      ledger_.failed_here(failure_text(e));
+    }
+  }
+
+  /// `g` left: it is no longer this rank's group not yet sent (own_posts.hpp).
+  void forget_unsent(unsent_group* g) {
+    if (unsent_[static_cast<std::size_t>(me_)] == g) unsent_[static_cast<std::size_t>(me_)] = nullptr;
   }
 
   /// Sends the operations of `chunk` from `first` on (its columns: their arguments) to its owner, as one message
@@ -556,6 +575,19 @@ class owner_table {
     return f;
   }
 
+  /// The holder of this rank's own posts of Op, made this rank's unsent group (a group of another kind leaves first,
+  /// issue order); a holder of another operation type leaves before this one takes its place.
+  template <class Op, class... Params>
+  own_posts<owner_table, Op, Params...>& own_posts_of() {
+    using holder = own_posts<owner_table, Op, Params...>;
+    const void* tag = &own_posts_tag<Op, Params...>;
+    unsent_group*& unsent = unsent_[static_cast<std::size_t>(me_)];
+    if (unsent != nullptr && (unsent != own_posts_.get() || own_posts_->tag() != tag)) unsent->send_unsent();
+    if (own_posts_ == nullptr || own_posts_->tag() != tag) own_posts_ = std::make_unique<holder>(*this, tag);
+    unsent = own_posts_.get();
+    return static_cast<holder&>(*own_posts_);
+  }
+
   /// Sends `owner`'s group of operations not sent yet, if there is one.
   void send_unsent(int owner) {
     if (unsent_group* g = unsent_[static_cast<std::size_t>(owner)]) g->send_unsent();
@@ -809,6 +841,8 @@ class owner_table {
   // This rank's own operations run at once (not grouped) while their futures are waited for one at a time.
   static constexpr std::uint32_t own_stream_futures = 4;
   bool own_at_once_ = false;
+  // This rank's held own posts of one operation type (own_posts.hpp), kept between posts.
+  std::unique_ptr<own_posts_base> own_posts_;
 };
 
 }  // namespace shoal::detail
