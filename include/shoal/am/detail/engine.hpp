@@ -131,8 +131,10 @@ class engine {
 
   // ---- receiving and running ---------------------------------------------------------------------------------------
 
-  /// One progress step: completes sends, receives and runs everything available, then flushes what handlers sent.
-  /// Flushes after every step that may have produced messages, so a reply leaves as soon as it is written.
+  /// One progress step: sends what was written since the last one (before any MPI bookkeeping: an rpc's request
+  /// leaves at once), completes sends, receives and runs everything available, flushing after every step that may
+  /// have produced messages, so a reply leaves as soon as it is written. A step that completed an rpc's future ends
+  /// there: the wait that called it tests its future before more is received.
   void poll() {
     check_not_held();
     flush();

@@ -11,7 +11,6 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -50,8 +49,6 @@ class message_counts {
   std::vector<per_team> teams_;
 };
 
-/// Returns once the ranks of `comm` are quiescent: poll() makes progress, counts() gives this rank's
-/// {sent, handled} (both after the poll). Collective over comm.
 /// The sum of two counters over a group of ranks, by point-to-point messages on the AM layer's own communicator:
 /// recursive doubling (log2 p exchanges with partners r ^ 1, r ^ 2, ...), the ranks beyond the largest power of two
 /// folded into the first ones before and sent the result after. Not an MPI_Iallreduce: while a nonblocking
@@ -77,6 +74,7 @@ class counter_sum {
     while (pof2_ * 2 <= size) pof2_ *= 2;
     rest_ = size - pof2_;
     for (int mask = 1; mask < pof2_; mask *= 2) ++rounds_;
+    outgoing_.reserve(static_cast<std::size_t>(rounds_) + 1);  // a wave's sends: never more, so never moved
   }
   counter_sum(const counter_sum&) = delete;
   counter_sum& operator=(const counter_sum&) = delete;
@@ -151,9 +149,9 @@ class counter_sum {
   }
   /// Sends the current sum (a copy that stays put until the send completes).
   void send(int to, int tag) {
-    outgoing_.push_back(std::make_unique<values>(sum_));
+    outgoing_.push_back(sum_);
     sends_.push_back(MPI_REQUEST_NULL);
-    SHOAL_MPI(MPI_Isend(outgoing_.back()->data(), 2, MPI_UINT64_T, world(to), tag, comm_, &sends_.back()));
+    SHOAL_MPI(MPI_Isend(outgoing_.back().data(), 2, MPI_UINT64_T, world(to), tag, comm_, &sends_.back()));
   }
   bool arrived(std::size_t i) {
     if (receives_[i] == MPI_REQUEST_NULL) return true;
@@ -185,10 +183,11 @@ class counter_sum {
   std::vector<MPI_Request> receives_;  // [0]: the fold or the result; [k]: round k-1's exchange
   std::vector<values> incoming_;
   std::vector<MPI_Request> sends_;
-  std::vector<std::unique_ptr<values>> outgoing_;
+  std::vector<values> outgoing_;  // parallel to sends_; reserved for a wave's sends (rounds + 1)
 };
 
-/// Waits for quiescence of the group (`ranks` on `comm`, as counter_sum), polling meanwhile.
+/// Returns once the group (`ranks` on `comm`, as counter_sum) is quiescent: poll() makes progress, counts() gives
+/// this rank's {sent, handled} (both after the poll). Collective over the group.
 template <class Poll, class Counts>
 void wait_for_quiescence(MPI_Comm comm, std::span<const int> ranks, int me, int size, Poll&& poll, Counts&& counts) {
   counter_sum wave(comm, ranks, me, size);
