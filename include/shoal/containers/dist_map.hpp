@@ -48,7 +48,9 @@
 //                                        wait(); one reply completes them. A group of one (a blocking call) is a
 //                                        request and a reply. post_<op>: M = 1. Futures: one allocation per 64
 //   single operation, owner is this rank  M = 0: grouped the same way and run here when the group leaves (inline
-//                                        at once while the futures are waited for one at a time)
+//                                        at once while the futures are waited for one at a time); post_<op>s of
+//                                        plain bytes wait in a ring of 8, key prefetched, and run before anything
+//                                        else this rank issues on the map (owner_table/own_posts.hpp)
 //   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline, after
 //                                        the other parts left, letting MPI move them every 1,024 keys). An owner's
 //                                        part above the AM buffer (64 KiB) travels alone, received blocking.

@@ -583,7 +583,7 @@ class owner_table {
     const void* tag = &own_posts_tag<Op, Params...>;
     unsent_group*& unsent = unsent_[static_cast<std::size_t>(me_)];
     if (unsent != nullptr && (unsent != own_posts_.get() || own_posts_->tag() != tag)) unsent->send_unsent();
-    if (own_posts_ == nullptr || own_posts_->tag() != tag) own_posts_ = std::make_unique<holder>(*this, tag);
+    if (own_posts_ == nullptr || own_posts_->tag() != tag) own_posts_ = std::make_unique<holder>(*this);
     unsent = own_posts_.get();
     return static_cast<holder&>(*own_posts_);
   }

@@ -29,6 +29,10 @@ concept holdable_posts =
     ((std::is_trivially_copyable_v<Args> && std::default_initializable<Args>) && ...) &&
     requires(const Shard& s, const Key& k) { s.prefetch(k); };
 
+/// One tag per (Op, Args...): which own_posts a held holder is.
+template <class Op, class... Args>
+inline constexpr char own_posts_tag = 0;
+
 /// What owner_table keeps of a holder whatever its operation type.
 struct own_posts_base : unsent_group {
   virtual ~own_posts_base() = default;
@@ -43,12 +47,12 @@ class own_posts final : public own_posts_base {
   /// As many as a batch's loop at the owner prefetches ahead.
   static constexpr std::uint32_t distance = batch_prefetch_distance;
 
-  own_posts(Table& table, const void* tag) : table_(table), tag_(tag) {}
+  explicit own_posts(Table& table) : table_(table) {}
   own_posts(const own_posts&) = delete;
   own_posts& operator=(const own_posts&) = delete;
   ~own_posts() override = default;
 
-  const void* tag() const override { return tag_; }
+  const void* tag() const override { return &own_posts_tag<Op, Args...>; }
 
   void add(Args... args) {
     table_.shard().prefetch(std::get<0>(std::tie(args...)));
@@ -75,14 +79,9 @@ class own_posts final : public own_posts_base {
   }
 
   Table& table_;
-  const void* tag_;
   std::array<std::tuple<Args...>, ring_size> ring_{};
   std::uint32_t head_ = 0;
   std::uint32_t count_ = 0;
 };
-
-/// One tag per (Op, Args...): which own_posts a held holder is.
-template <class Op, class... Args>
-inline constexpr char own_posts_tag = 0;
 
 }  // namespace shoal::detail
