@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "../apps/isx/isx.hpp"
 #include "bench.hpp"
+#include "isx.hpp"
 
 namespace {
 

@@ -14,6 +14,7 @@ packages=(
   libgtest-dev                   # tests
   iproute2                       # scripts/multihost.sh: emulated hosts (network namespaces, veth) for the multi-host tests
   zlib1g-dev                     # shoal-contig: gzip reads
+  libdivide-dev                  # shoal-isx: a key's bucket without a hardware division
   libboost-dev                   # shoal-flights: Boost.Beast (header-only) HTTP + WebSocket
   chromium chromium-driver python3-selenium   # shoal-flights browser tests (tests/flights_browser.py)
 )

@@ -16,6 +16,7 @@
 // local counting sort; total = both.
 #pragma once
 
+#include <libdivide.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -87,7 +88,8 @@ class sorter {
         ranks_(static_cast<std::uint64_t>(shoal::size())),
         max_key_(p.max_key ? p.max_key : p.keys_per_rank * ranks_),
         width_((max_key_ + ranks_ - 1) / ranks_),
-        base_(static_cast<key_type>(std::min<std::uint64_t>(max_key_, width_ * static_cast<std::uint64_t>(shoal::rank())))) {
+        base_(static_cast<key_type>(std::min<std::uint64_t>(max_key_, width_ * static_cast<std::uint64_t>(shoal::rank())))),
+        by_width_(std::max<std::uint64_t>(width_, 1)) {
     if (max_key_ == 0 || max_key_ > (std::uint64_t{1} << 32)) {
       throw shoal::usage_error("isx: max_key must be in [1, 2^32] (keys are 32-bit); got " + std::to_string(max_key_));
     }
@@ -95,7 +97,9 @@ class sorter {
   }
 
   std::uint64_t max_key() const { return max_key_; }
-  int owner(key_type k) const { return static_cast<int>(k / width_); }
+  /// The rank whose range holds k. A multiply and a shift (libdivide), not a hardware division: `k / width_` with a
+  /// 64-bit `div` cost shoal's bucketing loop about 40% of its exchange (perf, 2 ranks, 2^22 keys per rank).
+  int owner(key_type k) const { return static_cast<int>(std::uint64_t{k} / by_width_); }
 
   /// The default queue capacity: the keys a rank expects (its share of the key range) plus 8 standard deviations
   /// and one message.
@@ -235,6 +239,7 @@ class sorter {
   std::uint64_t max_key_;
   std::uint64_t width_;
   key_type base_;
+  libdivide::divider<std::uint64_t> by_width_;  // divides by width_ (1 while max_key is 0, which the constructor rejects)
 };
 
 }  // namespace isx
