@@ -53,6 +53,9 @@ scatter_times scatter_rows(const coordinate_matrix& matrix, Multimap& rows, std:
     std::size_t in_flight = 0;
     double block_start = MPI_Wtime();
     for (std::uint32_t i = 0; i < matrix.rows; ++i) {
+      // Rows leave in row order, which is no order in the hash table: each extract missed the cache on its slot
+      // (perf: a quarter of rank 0's time on that load). The slot of the row 8 ahead is loaded meanwhile.
+      table.prefetch(i + 8);
       if (auto row = table.extract(i)) {  // hash_delete_x
         rows.post_insert(i, std::move(*row));  // HASH_Insert (the row is rank 0's to give: moved, not copied)
         ++in_flight;
