@@ -582,8 +582,12 @@ class owner_table {
     using holder = own_posts<owner_table, Op, Params...>;
     const void* tag = &own_posts_tag<Op, Params...>;
     unsent_group*& unsent = unsent_[static_cast<std::size_t>(me_)];
-    if (unsent != nullptr && (unsent != own_posts_.get() || own_posts_->tag() != tag)) unsent->send_unsent();
-    if (own_posts_ == nullptr || own_posts_->tag() != tag) own_posts_ = std::make_unique<holder>(*this);
+    if (own_posts_type_ == tag && unsent == own_posts_.get()) return static_cast<holder&>(*own_posts_);  // the stream
+    if (unsent != nullptr && (unsent != own_posts_.get() || own_posts_type_ != tag)) unsent->send_unsent();
+    if (own_posts_type_ != tag) {
+      own_posts_ = std::make_unique<holder>(*this);
+      own_posts_type_ = tag;
+    }
     unsent = own_posts_.get();
     return static_cast<holder&>(*own_posts_);
   }
@@ -843,6 +847,7 @@ class owner_table {
   bool own_at_once_ = false;
   // This rank's held own posts of one operation type (own_posts.hpp), kept between posts.
   std::unique_ptr<own_posts_base> own_posts_;
+  const void* own_posts_type_ = nullptr;  // own_posts_tag of own_posts_'s operation type (nullptr: none yet)
 };
 
 }  // namespace shoal::detail

@@ -36,8 +36,6 @@ inline constexpr char own_posts_tag = 0;
 /// What owner_table keeps of a holder whatever its operation type.
 struct own_posts_base : unsent_group {
   virtual ~own_posts_base() = default;
-  /// Which operation type (and arguments) the holder keeps.
-  virtual const void* tag() const = 0;
 };
 
 /// The held posts of Op (arguments Args...) for `Table`, which runs each through its run_own_post<Op>(args...).
@@ -51,8 +49,6 @@ class own_posts final : public own_posts_base {
   own_posts(const own_posts&) = delete;
   own_posts& operator=(const own_posts&) = delete;
   ~own_posts() override = default;
-
-  const void* tag() const override { return &own_posts_tag<Op, Args...>; }
 
   void add(Args... args) {
     table_.shard().prefetch(std::get<0>(std::tie(args...)));
