@@ -98,7 +98,7 @@ class sorter {
 
   std::uint64_t max_key() const { return max_key_; }
   /// The rank whose range holds k. A multiply and a shift (libdivide), not a hardware division: `k / width_` with a
-  /// 64-bit `div` cost shoal's bucketing loop about 40% of its exchange (perf, 2 ranks, 2^22 keys per rank).
+  /// 64-bit `div` held 40% of the samples of shoal's bucketing loop (perf, 2 ranks, 2^22 keys per rank).
   int owner(key_type k) const { return static_cast<int>(std::uint64_t{k} / by_width_); }
 
   /// The default queue capacity: the keys a rank expects (its share of the key range) plus 8 standard deviations
