@@ -29,7 +29,7 @@ concept holdable_posts =
     ((std::is_trivially_copyable_v<Args> && std::default_initializable<Args>) && ...) &&
     requires(const Shard& s, const Key& k) { s.prefetch(k); };
 
-/// One tag per (Op, Args...): which own_posts a held holder is.
+/// One tag per (Op, Args...): which own_posts a held holder is (owner_table keeps it beside the holder, own_posts_type_).
 template <class Op, class... Args>
 inline constexpr char own_posts_tag = 0;
 
