@@ -296,11 +296,10 @@ struct noted_state final : shoal::layer::future_state<int> {
   bool* gone_;
 };
 
-/// States allocated together: futures point into the chunk and own a share of it.
-struct noted_chunk final : shoal::layer::counted {
+/// Cells allocated together: futures point into the chunk and own a share of it.
+struct noted_chunk final : shoal::layer::future_cells<int, 2> {
   explicit noted_chunk(bool* gone) : gone_(gone) {}
   ~noted_chunk() override { *gone_ = true; }
-  shoal::layer::future_state<int> states[2];
   bool* gone_;
 };
 
@@ -331,10 +330,12 @@ TEST(Futures, CopiesShareOneStateFreedWithTheLastOwner) {
   shoal::future<int> first, second;
   {
     auto chunk = shoal::layer::make_state<noted_chunk>(&chunk_gone);
-    first = shoal::future<int>(&chunk->states[0], chunk);
-    second = shoal::future<int>(&chunk->states[1], chunk);
-    chunk->states[1].set_error(std::make_exception_ptr(shoal::remote_error("failed there")));
-    chunk->states[0].set_value(1);
+    first = chunk->future_of<int>(0);
+    second = chunk->future_of<int>(1);
+    EXPECT_FALSE(first.ready());
+    chunk->set_error(1, std::make_exception_ptr(shoal::remote_error("failed there")));
+    chunk->set_value(0, 1);
+    EXPECT_TRUE(second.ready());
   }
   EXPECT_FALSE(chunk_gone);
   EXPECT_EQ(first.get(), 1);

@@ -10,12 +10,15 @@
 // plain counter, not an atomic one, so taking and dropping a future costs no locked instruction.
 #pragma once
 
+#include <array>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <optional>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "shoal/core/error.hpp"
 #include "shoal/core/progress.hpp"
@@ -99,24 +102,78 @@ counted_ptr<T> static_counted_cast(counted_ptr<U> p) noexcept {
 template <class T>
 using future_value_t = std::conditional_t<std::is_void_v<T>, empty_value, T>;
 
-/// Shared state of a future. `test()` is overridden by producers that must poll (an MPI request); producers that
-/// are completed by progress (an rpc reply) call `set_value` / `set_error` from their handler.
+/// The completion of one future: whether it completed and, once it has, its value. A cell that completed without a
+/// value failed; its error is kept by its owner (future_owner::error_of), so a cell is small enough to be allocated
+/// by the dozen (future_cells).
 template <class V>
-struct future_state : counted {
-  virtual bool test() { return done; }
+struct future_cell {
+  bool done = false;
+  std::optional<V> value;
+};
+
+/// Owns cells of futures: one cell of its own (future_state), or many allocated together (future_cells). Keeps them
+/// alive (the count), is asked when a cell is not done yet, and keeps the errors of cells that failed.
+class future_owner : public counted {
+ public:
+  /// `cell` (one of this owner's) was not done: polls, or starts what it waits for; true once it is done.
+  virtual bool poll(const void* cell) = 0;
+  /// The error of `cell`, done without a value.
+  virtual std::exception_ptr error_of(const void* cell) const = 0;
+};
+
+/// Shared state of a future that has a cell of its own. `test()` is overridden by producers that must poll (an MPI
+/// request); producers that are completed by progress (an rpc reply) call `set_value` / `set_error` from their handler.
+template <class V>
+struct future_state : future_owner, future_cell<V> {
+  virtual bool test() { return this->done; }
+  bool poll(const void*) final { return test(); }
+  std::exception_ptr error_of(const void*) const final { return error; }
 
   void set_value(V v) {
-    value.emplace(std::move(v));
-    done = true;
+    this->value.emplace(std::move(v));
+    this->done = true;
   }
   void set_error(std::exception_ptr e) {
     error = std::move(e);
-    done = true;
+    this->done = true;
   }
 
-  bool done = false;
-  std::optional<V> value;
   std::exception_ptr error;
+};
+
+/// N cells allocated together (one allocation for N futures), completed by index; the few errors are kept aside, so a
+/// cell is its flag and its value. Derive to poll (override poll, e.g. to send what the cells wait for).
+template <class V, std::size_t N>
+class future_cells : public future_owner {
+ public:
+  using cell_type = future_cell<V>;
+
+  /// The future of cell `index`, sharing ownership of the cells (T: the future's type, whose value type is V).
+  template <class T>
+  auto future_of(std::uint32_t index);
+
+  bool cell_done(std::uint32_t index) const { return cells_[index].done; }
+  void set_value(std::uint32_t index, V v) {
+    cells_[index].value.emplace(std::move(v));
+    cells_[index].done = true;
+  }
+  void set_error(std::uint32_t index, std::exception_ptr e) {
+    errors_.emplace_back(index, std::move(e));
+    cells_[index].done = true;
+  }
+
+  bool poll(const void* cell) override { return static_cast<const cell_type*>(cell)->done; }
+  std::exception_ptr error_of(const void* cell) const override {
+    const auto index = static_cast<std::uint32_t>(static_cast<const cell_type*>(cell) - cells_.data());
+    for (const auto& [i, e] : errors_) {
+      if (i == index) return e;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::array<cell_type, N> cells_;
+  std::vector<std::pair<std::uint32_t, std::exception_ptr>> errors_;  // (cell, its error): failures are rare
 };
 
 }  // namespace detail
@@ -126,57 +183,71 @@ class future {
  public:
   using value_type = T;
   using state_type = detail::future_state<detail::future_value_t<T>>;
+  using cell_type = detail::future_cell<detail::future_value_t<T>>;
 
   future() = default;
   /// The future of a state of its own (detail::make_counted, or layer::make_state).
-  explicit future(detail::counted_ptr<state_type> state) : state_(state.get()), owner_(std::move(state)) {}
-  /// The future of a state that lives inside `owner` (states allocated together, as a chunk): owner stays alive
+  explicit future(detail::counted_ptr<state_type> state) : cell_(state.get()), owner_(std::move(state)) {}
+  /// The future of a cell that `owner` keeps (cells allocated together, detail::future_cells): owner stays alive
   /// while the future does.
-  future(state_type* state, detail::counted_ptr<detail::counted> owner) : state_(state), owner_(std::move(owner)) {}
+  future(cell_type* cell, detail::counted_ptr<detail::future_owner> owner) : cell_(cell), owner_(std::move(owner)) {}
 
   future(const future&) = default;
   future& operator=(const future&) = default;
-  future(future&& o) noexcept : state_(std::exchange(o.state_, nullptr)), owner_(std::move(o.owner_)) {}
+  future(future&& o) noexcept : cell_(std::exchange(o.cell_, nullptr)), owner_(std::move(o.owner_)) {}
   future& operator=(future&& o) noexcept {
-    state_ = std::exchange(o.state_, nullptr);
+    cell_ = std::exchange(o.cell_, nullptr);
     owner_ = std::move(o.owner_);
     return *this;
   }
 
   /// False for a default-constructed future or one whose value was taken by get().
-  bool valid() const noexcept { return state_ != nullptr; }
+  bool valid() const noexcept { return cell_ != nullptr; }
 
   /// True when the operation has completed; makes progress if it has not.
   bool ready() const {
     check_valid();
-    if (state_->done || state_->test()) return true;
+    if (cell_->done || owner_->poll(cell_)) return true;
     progress();
-    return state_->test();
+    return owner_->poll(cell_);
   }
 
   /// Blocks until the operation completes, making progress meanwhile.
   void wait() const {
     check_valid();
+    if (cell_->done) return;
     detail::spin_waiter pause;
-    while (!(state_->done || state_->test())) pause();
+    while (!owner_->poll(cell_)) pause();
   }
 
   /// Waits and returns the result (moving it out; the future is no longer valid afterwards).
   T get() {
     wait();
-    const detail::counted_ptr<detail::counted> owner = std::move(owner_);  // keeps the state alive until we return
-    state_type* state = std::exchange(state_, nullptr);
-    if (state->error) std::rethrow_exception(state->error);
-    if constexpr (!std::is_void_v<T>) return std::move(*state->value);
+    const detail::counted_ptr<detail::future_owner> owner = std::move(owner_);  // keeps the cell alive until we return
+    cell_type* cell = std::exchange(cell_, nullptr);
+    if (!cell->value) std::rethrow_exception(failure(*owner, cell));
+    if constexpr (!std::is_void_v<T>) return std::move(*cell->value);
   }
 
  private:
   void check_valid() const {
-    if (!state_) throw usage_error("shoal::future: no state (default-constructed, or get() was already called)");
+    if (!cell_) throw usage_error("shoal::future: no state (default-constructed, or get() was already called)");
   }
-  state_type* state_ = nullptr;
-  detail::counted_ptr<detail::counted> owner_;
+  /// The error of a cell done without a value (a producer that completed it with neither is a bug in shoal).
+  static std::exception_ptr failure(const detail::future_owner& owner, const cell_type* cell) {
+    std::exception_ptr e = owner.error_of(cell);
+    return e ? e : std::make_exception_ptr(error("shoal::future: completed with neither a value nor an error"));
+  }
+  cell_type* cell_ = nullptr;
+  detail::counted_ptr<detail::future_owner> owner_;
 };
+
+template <class V, std::size_t N>
+template <class T>
+auto detail::future_cells<V, N>::future_of(std::uint32_t index) {
+  static_assert(std::is_same_v<future_value_t<T>, V>, "future_cells::future_of<T>: T's value type is not V");
+  return future<T>(&cells_[index], counted_ptr<future_owner>(this));
+}
 
 /// A future that is already complete.
 template <class T>

@@ -33,8 +33,11 @@
 //                                  and complete it from a handler with set_value(v) (void: set_value({})) or
 //                                  set_error(exception_ptr); test() may be overridden to poll, or to start what the
 //                                  future waits for; layer::future_value<T> is the type it holds (T, or an empty
-//                                  struct for void). States allocated together (a chunk of them) derive from
-//                                  layer::counted and hand out future<T>(&state, state_ptr<counted>(chunk))
+//                                  struct for void). Many futures completed together (a chunk of operations):
+//                                  layer::future_cells<T, N>, N small cells (a flag and the value; errors kept
+//                                  aside) in one allocation, completed by index with set_value(i, v) /
+//                                  set_error(i, e), handing out future_of<T>(i); derive from it and override
+//                                  poll(cell) to start what a cell waits for
 //   layer::fault_mode()            tests only: the fault mode's settings (SHOAL_FAULTS; nullopt when off), and
 //   layer::fault_scheduler<Item>   the one mechanism that delays and reorders a channel's arrivals under it (held
 //                                  per sender, released in a seeded order across senders, in order per sender),
@@ -71,6 +74,11 @@ using future_state = shoal::detail::future_state<shoal::detail::future_value_t<T
 /// What a future_state<T> holds as its value: T, or for void an empty struct (set_value({})).
 template <class T>
 using future_value = shoal::detail::future_value_t<T>;
+
+/// N cells of futures of type T allocated together (see the header comment), and what owns cells of futures.
+template <class T, std::size_t N>
+using future_cells = shoal::detail::future_cells<shoal::detail::future_value_t<T>, N>;
+using future_owner = shoal::detail::future_owner;
 
 /// The reference count behind futures (see the header comment), and an owning pointer to a counted object.
 using counted = shoal::detail::counted;

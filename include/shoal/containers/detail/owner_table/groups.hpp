@@ -60,23 +60,16 @@ struct group_receiver : receiver<Wire> {
 /// Operations are added at the end; the ones not sent yet (first_unsent_ .. used_) leave together through
 /// Table::send_group, which clears the columns. Waiting for or testing a future whose operation has not left sends it.
 template <class Table, class Op, class R, class Convert, class... Args>
-class group_chunk final : public layer::counted, public group_receiver<typename Op::wire>, public unsent_group {
+class group_chunk final : public reply_cells<typename Op::wire, R, Convert, group_receiver<typename Op::wire>>,
+                          public unsent_group {
   using wire = typename Op::wire;
-
-  struct element final : layer::future_state<R> {
-    group_chunk* chunk = nullptr;
-    bool test() override {
-      if (!this->done) chunk->send_unsent(true);
-      return this->done;
-    }
-  };
+  using cells = layer::future_cells<R, future_chunk_size>;
 
  public:
   using op = Op;
   static inline const char tag = 0;  // its address names the chunk type (owner_table keeps one open per owner and type)
 
   group_chunk(Table& table, int owner) : table_(&table), owner_(owner) {
-    for (element& e : elements_) e.chunk = this;
     std::apply([](auto&... column) { (column.reserve(future_chunk_size), ...); }, columns_);
   }
 
@@ -88,7 +81,13 @@ class group_chunk final : public layer::counted, public group_receiver<typename 
   future<R> add(A&&... args) {
     const std::uint32_t index = used_++;
     std::apply([&](auto&... column) { (column.push_back(std::forward<A>(args)), ...); }, columns_);
-    return future<R>(&elements_[index], layer::state_ptr<layer::counted>(this));
+    return cells::template future_of<R>(index);
+  }
+
+  /// A cell not done yet is waited for or tested: its operation leaves if it has not.
+  bool poll(const void* cell) override {
+    if (!cells::poll(cell)) send_unsent(true);
+    return cells::poll(cell);
   }
 
   void send_unsent(bool waited = false) override {
@@ -99,23 +98,20 @@ class group_chunk final : public layer::counted, public group_receiver<typename 
   }
 
   void drop_unsent(std::exception_ptr e) override {
-    for (std::uint32_t i = std::exchange(first_unsent_, used_); i < used_; ++i) elements_[i].set_error(e);
+    for (std::uint32_t i = std::exchange(first_unsent_, used_); i < used_; ++i) this->set_error(i, e);
     std::apply([](auto&... column) { (column.clear(), ...); }, columns_);
   }
 
-  void arrive(wire&& w, std::uint32_t index) override { complete<Convert>(elements_[index], std::move(w)); }
   void arrive_group(std::vector<result_cell<wire>>&& results, std::uint32_t first) override {
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      if (!elements_[first + i].done) arrive(wire(std::move(results[i])), first + static_cast<std::uint32_t>(i));
+    for (std::uint32_t i = 0; i < results.size(); ++i) {
+      if (!this->cell_done(first + i)) this->arrive(wire(std::move(results[i])), first + i);
     }  // (a done one failed at the owner: its error came first)
   }
-  void fail(std::exception_ptr e, std::uint32_t index) override { elements_[index].set_error(std::move(e)); }
 
  private:
   Table* table_;
   int owner_;
   std::tuple<std::vector<Args>...> columns_;  // the arguments of the operations not sent yet, one column each
-  std::array<element, future_chunk_size> elements_;
   std::uint32_t used_ = 0;
   std::uint32_t first_unsent_ = 0;
 };

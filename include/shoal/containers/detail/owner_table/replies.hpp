@@ -49,41 +49,40 @@ struct receiver : receiver_base {
   ~receiver() = default;
 };
 
-/// Completes `state` with Convert(w), or with the error Convert throws (an insert the owner had no room for, ...).
-template <class Convert, class State, class Wire>
-void complete(State& state, Wire&& w) {
-  try {
-    state.set_value(Convert{}(std::forward<Wire>(w)));
-  } catch (...) {
-    state.set_error(std::current_exception());
-  }
-}
-
 /// Futures of single operations issued together.
 inline constexpr std::uint32_t future_chunk_size = 64;
 
-/// The states of up to future_chunk_size futures of one operation type (Wire: what the owner sends back; Convert
-/// turns it into the future's value R, or throws), allocated together; each reply completes its own future.
+/// The cells of up to future_chunk_size futures of type R (one allocation), completed from what owners send back
+/// (Wire, turned into R by Convert, which may throw: an insert the owner had no room for, ...). Shared by the chunks
+/// of operations that go alone (future_chunk) and of groups (groups.hpp, whose Receiver also takes a group's reply).
+template <class Wire, class R, class Convert, class Receiver = receiver<Wire>>
+class reply_cells : public layer::future_cells<R, future_chunk_size>, public Receiver {
+ public:
+  void arrive(Wire&& w, std::uint32_t index) override {
+    try {
+      this->set_value(index, Convert{}(std::move(w)));
+    } catch (...) {
+      this->set_error(index, std::current_exception());
+    }
+  }
+  void fail(std::exception_ptr e, std::uint32_t index) override { this->set_error(index, std::move(e)); }
+};
+
+/// The futures of up to future_chunk_size single operations of one type that go alone; each reply completes its own.
 template <class Wire, class R, class Convert>
-class future_chunk final : public layer::counted, public receiver<Wire> {
-  struct element final : layer::future_state<R> {};
+class future_chunk final : public reply_cells<Wire, R, Convert> {
+  using cells = layer::future_cells<R, future_chunk_size>;
 
  public:
   static inline const char tag = 0;  // its address names the chunk type (owner_table keeps one open chunk per type)
 
   bool full() const { return used_ == future_chunk_size; }
-  /// Takes the next state; its index is the `part` of the request's reply.
+  /// Takes the next cell; its index is the `part` of the request's reply.
   std::uint32_t next() { return used_++; }
-  /// The future of state `index`, sharing ownership of the chunk.
-  future<R> future_of(std::uint32_t index) {
-    return future<R>(&elements_[index], layer::state_ptr<layer::counted>(this));
-  }
-
-  void arrive(Wire&& w, std::uint32_t index) override { complete<Convert>(elements_[index], std::move(w)); }
-  void fail(std::exception_ptr e, std::uint32_t index) override { elements_[index].set_error(std::move(e)); }
+  /// The future of cell `index`, sharing ownership of the chunk.
+  future<R> future_of(std::uint32_t index) { return cells::template future_of<R>(index); }
 
  private:
-  std::array<element, future_chunk_size> elements_;
   std::uint32_t used_ = 0;
 };
 
