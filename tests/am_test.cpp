@@ -633,6 +633,53 @@ TEST(Am, HandlersWithAPrefetchHintSeeEachMessageBeforeItRuns) {
   EXPECT_EQ(hints, n * np());  // every message hinted once (no handler here waits, so no group restarts)
 }
 
+// Messages whose arguments end in a vector are decoded one at a time; a hint taking the plain arguments before the
+// vector sees each message of its group once, before it runs, the vectors' lengths (empty, a few, thousands) skipped
+// to reach the next message.
+std::vector<std::int64_t> prefix_hinted_next;  // per source: the messages hinted so far (hinted in order)
+std::int64_t prefix_hints = 0;
+std::int64_t prefix_run_before_hint = 0;
+std::int64_t prefix_wrong_values = 0;
+
+std::size_t prefix_values_of(std::int64_t seq) { return seq % 500 == 7 ? 3000 : static_cast<std::size_t>(seq % 9); }
+
+struct prefix_hinted_handler {
+  static void prefetch(const std::int64_t& source, const std::int64_t& seq) {
+    ++prefix_hints;
+    auto& next = prefix_hinted_next[static_cast<std::size_t>(source)];
+    if (seq == next) ++next;
+  }
+  void operator()(std::int64_t source, std::int64_t seq, const std::vector<std::int64_t>& values) const {
+    if (seq >= prefix_hinted_next[static_cast<std::size_t>(source)]) ++prefix_run_before_hint;
+    if (values != std::vector<std::int64_t>(prefix_values_of(seq), seq ^ source)) ++prefix_wrong_values;
+    check_order(seq);
+  }
+};
+
+TEST(Am, PlainArgumentsBeforeAVectorAreHintedAheadOfEachMessage) {
+  next_expected.assign(static_cast<std::size_t>(np()), 0);
+  prefix_hinted_next.assign(static_cast<std::size_t>(np()), 0);
+  order_violations = 0;
+  prefix_hints = 0;
+  prefix_run_before_hint = 0;
+  prefix_wrong_values = 0;
+  shoal::barrier();  // every rank is ready for the messages before any is sent
+  const std::int64_t n = volume_scaled(3000);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::vector<std::int64_t> values(prefix_values_of(i), i ^ me());
+    for (int d = 0; d < np(); ++d) shoal::post(d, prefix_hinted_handler{}, std::int64_t{me()}, i, values);
+  }
+  shoal::am::barrier();
+  EXPECT_EQ(order_violations, 0);
+  EXPECT_EQ(prefix_wrong_values, 0);
+  EXPECT_EQ(prefix_run_before_hint, 0);
+  for (int s = 0; s < np(); ++s) {
+    EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+    EXPECT_EQ(prefix_hinted_next[static_cast<std::size_t>(s)], n);
+  }
+  EXPECT_EQ(prefix_hints, n * np());  // every message hinted once (no handler here waits)
+}
+
 // ---- errors -------------------------------------------------------------------------------------------------------
 
 TEST(Am, RpcHandlerExceptionBecomesRemoteError) {

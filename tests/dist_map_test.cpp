@@ -609,6 +609,44 @@ TEST(dist_map, own_posts_run_before_anything_this_rank_issues_after_them) {
   EXPECT_EQ(m.size(), own.size() * static_cast<std::size_t>(shoal::size()));
 }
 
+// The multimap's posts of values to this rank's own shard wait in the same ring (a vector each, made at the post: the
+// caller's buffer may change at once) and run before anything this rank issues after them.
+TEST(dist_map, own_vector_posts_are_copied_at_the_post_and_run_before_anything_after_them) {
+  const int me = shoal::rank();
+  shoal::dist_multimap<u64, u64> mm;
+  std::vector<u64> own;  // keys this rank owns
+  for (u64 k = 0; own.size() < 40; ++k) {
+    if (mm.owner(k) == me) own.push_back(k);
+  }
+  std::vector<u64> buffer;
+  for (u64 i = 0; i < own.size(); ++i) {
+    buffer.assign(i % 4, i);  // 0..3 values, the empty vector included
+    mm.post_insert(own[i], std::span<const u64>(buffer));
+    std::fill(buffer.begin(), buffer.end(), u64{999});  // what was posted is already copied
+  }
+  EXPECT_EQ(mm.find(own[39]), (std::vector<u64>(3, 39)));  // the last post, held until the find
+  mm.post_insert(own[1], std::vector<u64>{7, 8});
+  mm.post_erase(own[2]);  // another type: the one before runs first
+  const auto found = mm.find_batch(std::vector<u64>{own[1], own[2], own[3]});
+  EXPECT_EQ(found[0], (std::vector<u64>{1, 7, 8}));
+  EXPECT_EQ(found[1], std::vector<u64>{});
+  EXPECT_EQ(found[2], (std::vector<u64>(3, 3)));
+  mm.post_insert(own[2], u64{5});
+  std::optional<std::vector<u64>> seen;
+  mm.local_for_each([&](const u64& k, std::vector<u64>& v) {
+    if (k == own[2]) seen = v;
+  });
+  EXPECT_EQ(seen, std::optional<std::vector<u64>>(std::vector<u64>{5}));
+  mm.post_insert(own[4], u64{6});
+  EXPECT_EQ(mm.count(own[4]), 1u);  // own[4] was posted no value before (4 % 4 == 0)
+  mm.wait();
+  std::size_t values = 0;  // 0 + 1 + 2 + 3 per four keys, then the changes above
+  for (u64 i = 0; i < own.size(); ++i) values += i % 4;
+  values += 2 - 2 + 1 + 1;  // own[1] +2; own[2] erased (2 values) then 1; own[4] +1
+  mm.flush();
+  EXPECT_EQ(mm.size(), values * static_cast<std::size_t>(shoal::size()));
+}
+
 // Every fire-and-forget form (post_*) of both maps: no result, complete once wait() returns, exact end state.
 TEST(dist_map, post_forms_complete_at_wait) {
   const int me = shoal::rank();

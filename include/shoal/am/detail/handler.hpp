@@ -441,7 +441,8 @@ T load(const std::byte* p) {
 
 /// Whether handler class F offers a prefetch hint: `static void prefetch(const W&... args)`, called with the
 /// arguments of a message of its group `prefetch_ahead` messages before that message runs (a lookup the handler
-/// will make can start loading meanwhile). Only for trivially copyable arguments, which are read in place.
+/// will make can start loading meanwhile). Arguments are read in place, so the hint sees the plain ones: all of them,
+/// or, for messages with a string or vector, those before the first such argument (prefix_hinted below).
 template <class F, class Wire>
 struct prefetch_hinted : std::false_type {};
 template <class F, class... W>
@@ -450,6 +451,83 @@ struct prefetch_hinted<F, type_list<W...>> : std::true_type {};
 
 /// Messages ahead of the one running whose prefetch hint is given (about as many lookups as a core overlaps).
 inline constexpr std::uint32_t prefetch_ahead = 8;
+
+/// The leading arguments of a message that are plain bytes (read in place), up to the first that is not.
+template <class Done, class Rest>
+struct leading_trivial {
+  using type = Done;
+};
+template <class... D, class W, class... R>
+  requires trivially_serializable<W>
+struct leading_trivial<type_list<D...>, type_list<W, R...>> : leading_trivial<type_list<D..., W>, type_list<R...>> {};
+template <class Wire>
+using leading_trivial_t = typename leading_trivial<type_list<>, Wire>::type;
+
+/// Moves `p` past one argument of type W (plain bytes, or a length and plain elements); false if it does not fit
+/// before `end`.
+template <class W>
+bool skip_argument(const std::byte*& p, const std::byte* end) {
+  if constexpr (trivially_serializable<W>) {
+    if (static_cast<std::size_t>(end - p) < sizeof(W)) return false;
+    p += sizeof(W);
+  } else {
+    using E = typename W::value_type;
+    if (static_cast<std::size_t>(end - p) < sizeof(std::uint64_t)) return false;
+    const auto n = load<std::uint64_t>(p);
+    p += sizeof(std::uint64_t);
+    if (n > static_cast<std::size_t>(end - p) / sizeof(E)) return false;
+    p += n * sizeof(E);
+  }
+  return true;
+}
+
+/// Messages whose length can be found without decoding them (every argument plain bytes, or a string or vector of
+/// plain elements), and how.
+template <class Wire>
+struct skippable : std::false_type {};
+template <class... W>
+  requires((trivially_serializable<W> || contiguous_serializable<W>) && ...)
+struct skippable<type_list<W...>> : std::true_type {
+  static bool skip(const std::byte*& p, const std::byte* end) { return (skip_argument<W>(p, end) && ...); }
+};
+
+/// Whether handler class F gives a prefetch hint for messages decoded one by one: `F::prefetch` callable with the
+/// message's leading plain arguments (e.g. a table id and a key before a vector of values), and messages that can be
+/// skipped to reach the next one.
+template <class F, class Wire>
+struct prefix_hinted : std::false_type {};
+template <class F, class Wire>
+  requires(skippable<Wire>::value && !all_trivial<Wire>::value)
+struct prefix_hinted<F, Wire> : prefetch_hinted<F, leading_trivial_t<Wire>> {};
+
+/// The values of plain arguments `W...` read in place at `at`.
+template <class... W>
+std::tuple<W...> values_in_place(type_list<W...>, const std::byte* at) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<W...>{load<W>(at + all_trivial<type_list<W...>>::offsets[I])...};
+  }(std::index_sequence_for<W...>{});
+}
+
+/// Before the message at `b.pos` is decoded: gives the prefetch hint (prefix_hinted) of that message and of up to
+/// prefetch_ahead more of its group, each message once, when it comes within reach.
+template <class F, class Wire>
+void hint_ahead(rx_buffer& b) {
+  using prefix = leading_trivial_t<Wire>;
+  const std::uint32_t from_here = b.left + 1;  // this message and the rest of its group
+  if (b.ahead < b.pos) {  // the group's first message (earlier groups of the buffer lie before it)
+    b.ahead = b.pos;
+    b.unhinted = from_here;
+  }
+  while (b.unhinted > 0 && from_here - b.unhinted <= prefetch_ahead) {
+    const std::byte* p = b.ahead;
+    if (static_cast<std::size_t>(b.end - p) < all_trivial<prefix>::bytes) break;
+    std::apply([](const auto&... v) { F::prefetch(v...); }, values_in_place(prefix{}, p));
+    if (!skippable<Wire>::skip(p, b.end)) break;
+    b.ahead = p;
+    --b.unhinted;
+  }
+  if (b.unhinted > 0 && from_here - b.unhinted <= prefetch_ahead) b.unhinted = 0;  // one did not fit: stop hinting
+}
 
 /// Runs a fire-and-forget message. A failure is reported to the sender (thrown by its next am::barrier).
 /// Trivially copyable arguments: the rest of the message's group runs in the same loop (one indirect call per group,
@@ -509,6 +587,7 @@ void run_post(rx_buffer& b) {
       ++counted_later;
     }
   } else {
+    if constexpr (prefix_hinted<F, Wire>::value) hint_ahead<F, Wire>(b);
     byte_reader in(b.pos, static_cast<std::size_t>(b.end - b.pos));
     const F fn = handler_of<F>(b);
     auto values = decoded<Wire>::read(in);

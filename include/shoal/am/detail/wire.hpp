@@ -67,6 +67,11 @@ struct rx_buffer {
   std::int32_t function = 0;  // the current group's function word (function-pointer handlers)
   std::uint32_t team = 0;     // the current group's team id
   trampoline run = nullptr;  // the current group's trampoline
+  // Messages decoded one by one (run_post, arguments not all plain bytes) whose handler gives a prefetch hint: the
+  // first message of the group not hinted yet, and how many of the group are left from it on. A hint only: read
+  // within [pos, end) and checked, never trusted.
+  const std::byte* ahead = nullptr;
+  std::uint32_t unhinted = 0;
 };
 
 /// The header of a group of messages for one handler and team: [int32 handler word][int32 function word][uint32 count]

@@ -799,7 +799,11 @@ class owner_table {
 
   template <class Op, class... Args>
   struct on_post {
-    static void prefetch(std::uint32_t id, const Args&... args) { prefetch_key(id, args...); }
+    /// The hint sees every argument (plain ones), or the leading plain ones (before a vector of values).
+    template <class... A>
+    static void prefetch(std::uint32_t id, const A&... args) {
+      prefetch_key(id, args...);
+    }
     void operator()(std::uint32_t id, Args... args) const {
       auto& self = lookup(id);
       const int origin = self.origin();

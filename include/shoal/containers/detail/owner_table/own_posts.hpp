@@ -23,10 +23,13 @@
 
 namespace shoal::detail {
 
-/// Posts whose arguments can wait in a ring: plain bytes, and a shard that can prefetch the key (the first one).
+/// Posts whose arguments can wait in a ring (values that move without throwing: plain bytes, or a vector of values, as
+/// the multimap's), and a shard that can prefetch the key (the first one).
 template <class Shard, class Key, class... Args>
 concept holdable_posts =
-    ((std::is_trivially_copyable_v<Args> && std::default_initializable<Args>) && ...) &&
+    ((std::is_nothrow_move_constructible_v<Args> && std::is_nothrow_move_assignable_v<Args> &&
+      std::default_initializable<Args>) &&
+     ...) &&
     requires(const Shard& s, const Key& k) { s.prefetch(k); };
 
 /// One tag per (Op, Args...): which own_posts a held holder is (owner_table keeps it beside the holder, own_posts_type_).
