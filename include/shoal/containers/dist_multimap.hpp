@@ -34,7 +34,8 @@
 // Cost: as dist_map — a remote operation is M = 2 (M = 1 for post_<op>; async_count travels in groups as dist_map's
 // futures do, the operations that carry or return values go alone), a batch 2 per owner, wait() 2 per owner
 // addressed, flush() one barrier more. Values of one key travel together, so a request of n values is one
-// message.
+// message. post_insert to this rank's own shard waits in dist_map's ring of 8 with its key prefetched (its values
+// copied at the post); at another owner, the AM layer hints each message's key 8 messages ahead of it.
 // Concurrency: as dist_map; the values of a key keep the order in which their inserts reached the owner.
 // Errors: as dist_map.
 //
