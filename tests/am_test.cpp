@@ -594,90 +594,83 @@ TEST(Am, PostEachRefusesValuesThatSendToTheHeldRank) {
   EXPECT_EQ(global_sum(h::count), per_rank * np());
 }
 
-// A handler class with a prefetch hint: the AM layer calls prefetch with each message's arguments before the message
-// runs (ahead of it, in the group's loop).
+// Handler classes with a prefetch hint: the AM layer calls prefetch with each message's plain arguments before the
+// message runs (ahead of it). hint_record keeps what the hints and the runs saw; each test's handler derives from it.
 std::vector<std::int64_t> hinted_next;  // per source: the messages hinted so far (they are hinted in order)
 std::int64_t hints = 0;
 std::int64_t run_before_hint = 0;
 
-struct hinted_handler {
+struct hint_record {
   static void prefetch(const std::int64_t& source, const std::int64_t& seq) {
     ++hints;
     auto& next = hinted_next[static_cast<std::size_t>(source)];
     if (seq == next) ++next;
   }
-  void operator()(std::int64_t source, std::int64_t seq) const {
+  /// Message `seq` of `source` runs.
+  static void ran(std::int64_t source, std::int64_t seq) {
     if (seq >= hinted_next[static_cast<std::size_t>(source)]) ++run_before_hint;
     check_order(seq);
   }
+  static void reset() {
+    next_expected.assign(static_cast<std::size_t>(np()), 0);
+    hinted_next.assign(static_cast<std::size_t>(np()), 0);
+    order_violations = 0;
+    hints = 0;
+    run_before_hint = 0;
+    shoal::barrier();  // every rank is ready for the messages before any is sent
+  }
+  /// After every rank sent messages 0..n-1 to every rank: each ran in order, each was hinted once, before it ran (no
+  /// handler here waits, so no group restarts).
+  static void expect_each_hinted_once_before_it_ran(std::int64_t n) {
+    EXPECT_EQ(order_violations, 0);
+    EXPECT_EQ(run_before_hint, 0);
+    for (int s = 0; s < np(); ++s) {
+      EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
+      EXPECT_EQ(hinted_next[static_cast<std::size_t>(s)], n);
+    }
+    EXPECT_EQ(hints, n * np());
+  }
+};
+
+struct hinted_handler : hint_record {
+  void operator()(std::int64_t source, std::int64_t seq) const { ran(source, seq); }
 };
 
 TEST(Am, HandlersWithAPrefetchHintSeeEachMessageBeforeItRuns) {
-  next_expected.assign(static_cast<std::size_t>(np()), 0);
-  hinted_next.assign(static_cast<std::size_t>(np()), 0);
-  order_violations = 0;
-  hints = 0;
-  run_before_hint = 0;
-  shoal::barrier();  // every rank is ready for the messages before any is sent
+  hint_record::reset();
   const std::int64_t n = volume_scaled(5000);
   for (std::int64_t i = 0; i < n; ++i) {
     for (int d = 0; d < np(); ++d) shoal::post(d, hinted_handler{}, std::int64_t{me()}, i);
   }
   shoal::am::barrier();
-  EXPECT_EQ(order_violations, 0);
-  EXPECT_EQ(run_before_hint, 0);
-  for (int s = 0; s < np(); ++s) {
-    EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
-    EXPECT_EQ(hinted_next[static_cast<std::size_t>(s)], n);
-  }
-  EXPECT_EQ(hints, n * np());  // every message hinted once (no handler here waits, so no group restarts)
+  hint_record::expect_each_hinted_once_before_it_ran(n);
 }
 
 // Messages whose arguments end in a vector are decoded one at a time; a hint taking the plain arguments before the
 // vector sees each message of its group once, before it runs, the vectors' lengths (empty, a few, thousands) skipped
 // to reach the next message.
-std::vector<std::int64_t> prefix_hinted_next;  // per source: the messages hinted so far (hinted in order)
-std::int64_t prefix_hints = 0;
-std::int64_t prefix_run_before_hint = 0;
-std::int64_t prefix_wrong_values = 0;
+std::int64_t wrong_values = 0;
 
-std::size_t prefix_values_of(std::int64_t seq) { return seq % 500 == 7 ? 3000 : static_cast<std::size_t>(seq % 9); }
+std::size_t values_of(std::int64_t seq) { return seq % 500 == 7 ? 3000 : static_cast<std::size_t>(seq % 9); }
 
-struct prefix_hinted_handler {
-  static void prefetch(const std::int64_t& source, const std::int64_t& seq) {
-    ++prefix_hints;
-    auto& next = prefix_hinted_next[static_cast<std::size_t>(source)];
-    if (seq == next) ++next;
-  }
+struct prefix_hinted_handler : hint_record {
   void operator()(std::int64_t source, std::int64_t seq, const std::vector<std::int64_t>& values) const {
-    if (seq >= prefix_hinted_next[static_cast<std::size_t>(source)]) ++prefix_run_before_hint;
-    if (values != std::vector<std::int64_t>(prefix_values_of(seq), seq ^ source)) ++prefix_wrong_values;
-    check_order(seq);
+    if (values != std::vector<std::int64_t>(values_of(seq), seq ^ source)) ++wrong_values;
+    ran(source, seq);
   }
 };
 
 TEST(Am, PlainArgumentsBeforeAVectorAreHintedAheadOfEachMessage) {
-  next_expected.assign(static_cast<std::size_t>(np()), 0);
-  prefix_hinted_next.assign(static_cast<std::size_t>(np()), 0);
-  order_violations = 0;
-  prefix_hints = 0;
-  prefix_run_before_hint = 0;
-  prefix_wrong_values = 0;
-  shoal::barrier();  // every rank is ready for the messages before any is sent
+  hint_record::reset();
+  wrong_values = 0;
   const std::int64_t n = volume_scaled(3000);
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::vector<std::int64_t> values(prefix_values_of(i), i ^ me());
+    const std::vector<std::int64_t> values(values_of(i), i ^ me());
     for (int d = 0; d < np(); ++d) shoal::post(d, prefix_hinted_handler{}, std::int64_t{me()}, i, values);
   }
   shoal::am::barrier();
-  EXPECT_EQ(order_violations, 0);
-  EXPECT_EQ(prefix_wrong_values, 0);
-  EXPECT_EQ(prefix_run_before_hint, 0);
-  for (int s = 0; s < np(); ++s) {
-    EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], n);
-    EXPECT_EQ(prefix_hinted_next[static_cast<std::size_t>(s)], n);
-  }
-  EXPECT_EQ(prefix_hints, n * np());  // every message hinted once (no handler here waits)
+  EXPECT_EQ(wrong_values, 0);
+  hint_record::expect_each_hinted_once_before_it_ran(n);
 }
 
 // ---- errors -------------------------------------------------------------------------------------------------------

@@ -578,13 +578,19 @@ TEST(dist_map, errors_at_the_owner_come_back) {
 // (owner_table/own_posts.hpp), yet runs before anything this rank issues after it: a run of posts longer than the
 // ring, then right after a post each other kind of call — a single find, a post of another type, a batch,
 // local_for_each, contains, wait — sees every post before it. Another rank's posts to this shard run meanwhile.
-TEST(dist_map, own_posts_run_before_anything_this_rank_issues_after_them) {
-  const int me = shoal::rank();
-  shoal::dist_map<u64, u64> m;
-  std::vector<u64> own;  // keys this rank owns
-  for (u64 k = 0; own.size() < 40; ++k) {
-    if (m.owner(k) == me) own.push_back(k);
+/// The first n keys this rank owns in `m`.
+template <class Map>
+std::vector<u64> own_keys(const Map& m, std::size_t n) {
+  std::vector<u64> own;
+  for (u64 k = 0; own.size() < n; ++k) {
+    if (m.owner(k) == shoal::rank()) own.push_back(k);
   }
+  return own;
+}
+
+TEST(dist_map, own_posts_run_before_anything_this_rank_issues_after_them) {
+  shoal::dist_map<u64, u64> m;
+  const std::vector<u64> own = own_keys(m, 40);
   for (u64 i = 0; i < own.size(); ++i) m.post_insert(own[i], i);
   EXPECT_EQ(m.find(own.back()), std::optional<u64>(own.size() - 1));  // the last post, held until the find
   m.post_insert_or_assign(own[0], 100);
@@ -612,12 +618,8 @@ TEST(dist_map, own_posts_run_before_anything_this_rank_issues_after_them) {
 // The multimap's posts of values to this rank's own shard wait in the same ring (a vector each, made at the post: the
 // caller's buffer may change at once) and run before anything this rank issues after them.
 TEST(dist_map, own_vector_posts_are_copied_at_the_post_and_run_before_anything_after_them) {
-  const int me = shoal::rank();
   shoal::dist_multimap<u64, u64> mm;
-  std::vector<u64> own;  // keys this rank owns
-  for (u64 k = 0; own.size() < 40; ++k) {
-    if (mm.owner(k) == me) own.push_back(k);
-  }
+  const std::vector<u64> own = own_keys(mm, 40);
   std::vector<u64> buffer;
   for (u64 i = 0; i < own.size(); ++i) {
     buffer.assign(i % 4, i);  // 0..3 values, the empty vector included
