@@ -303,6 +303,16 @@ struct noted_chunk final : shoal::layer::future_cells<int, 2> {
   bool* gone_;
 };
 
+struct other_base {
+  virtual ~other_base() = default;
+  std::uint64_t padding[3] = {};
+};
+struct noted_string_chunk final : other_base, shoal::layer::future_cells<std::string, 64> {
+  explicit noted_string_chunk(bool* gone) : gone_(gone) {}
+  ~noted_string_chunk() override { *gone_ = true; }
+  bool* gone_;
+};
+
 TEST(Futures, CopiesShareOneStateFreedWithTheLastOwner) {
   bool gone = false;
   {
@@ -342,6 +352,29 @@ TEST(Futures, CopiesShareOneStateFreedWithTheLastOwner) {
   EXPECT_FALSE(chunk_gone);
   EXPECT_THROW(second.get(), shoal::remote_error);
   EXPECT_TRUE(chunk_gone);
+
+  // A future is one pointer (to its cell; the owner is found from the cell), whatever owns the cell and wherever the
+  // cells sit in it: here behind another base, 64 cells of strings.
+  static_assert(sizeof(shoal::future<std::string>) == sizeof(void*));
+  bool strings_gone = false;
+  std::vector<shoal::future<std::string>> strings;
+  {
+    auto chunk = shoal::layer::make_state<noted_string_chunk>(&strings_gone);
+    for (std::uint32_t i = 0; i < 64; ++i) strings.push_back(chunk->future_of<std::string>(i));
+    EXPECT_EQ(chunk->use_count(), 65u);
+    shoal::future<std::string> copy = strings[63];
+    EXPECT_EQ(chunk->use_count(), 66u);
+    copy = strings[0];  // copy-assigning shares the same owner: the count does not move
+    EXPECT_EQ(chunk->use_count(), 66u);
+    copy = {};
+    EXPECT_EQ(chunk->use_count(), 65u);
+    for (std::uint32_t i = 0; i < 64; ++i) chunk->set_value(i, std::string(40, static_cast<char>('A' + i % 26)));
+  }
+  for (std::uint32_t i = 0; i < 64; ++i) {
+    EXPECT_FALSE(strings_gone);
+    EXPECT_EQ(strings[i].get(), std::string(40, static_cast<char>('A' + i % 26)));
+  }
+  EXPECT_TRUE(strings_gone);
 
   auto plain = shoal::detail::make_counted<noted_state>(&gone);
   shoal::detail::counted_ptr<shoal::layer::counted> as_base = plain;

@@ -102,13 +102,19 @@ counted_ptr<T> static_counted_cast(counted_ptr<U> p) noexcept {
 template <class T>
 using future_value_t = std::conditional_t<std::is_void_v<T>, empty_value, T>;
 
+class future_owner;
+
 /// The completion of one future: whether it completed and, once it has, its value. A cell that completed without a
 /// value failed; its error is kept by its owner (future_owner::error_of), so a cell is small enough to be allocated
-/// by the dozen (future_cells).
+/// by the dozen (future_cells). A cell lives inside its owner and knows how far in (`owner_offset`), so a future is
+/// a pointer to its cell and nothing else.
 template <class V>
 struct future_cell {
-  bool done = false;
+  bool done;                   // set by the owner when it is built (adopt_cell), with the next field
+  std::uint16_t owner_offset;  // bytes from the owner's start to this cell
   std::optional<V> value;
+
+  future_owner& owner() const noexcept;
 };
 
 /// Owns cells of futures: one cell of its own (future_state), or many allocated together (future_cells). Keeps them
@@ -119,12 +125,30 @@ class future_owner : public counted {
   virtual bool poll(const void* cell) = 0;
   /// The error of `cell`, done without a value.
   virtual std::exception_ptr error_of(const void* cell) const = 0;
+
+ protected:
+  /// Tells `cell`, inside this owner, where its owner starts.
+  template <class V>
+  void adopt_cell(future_cell<V>& cell) noexcept {
+    const auto offset = reinterpret_cast<const char*>(&cell) - reinterpret_cast<const char*>(this);
+    cell.done = false;
+    cell.owner_offset = static_cast<std::uint16_t>(offset);
+  }
 };
+
+template <class V>
+future_owner& future_cell<V>::owner() const noexcept {
+  // The owner set owner_offset from its own address to this cell's (adopt_cell): step back by it.
+  const char* at = reinterpret_cast<const char*>(this) - owner_offset;
+  return *reinterpret_cast<future_owner*>(const_cast<char*>(at));
+}
 
 /// Shared state of a future that has a cell of its own. `test()` is overridden by producers that must poll (an MPI
 /// request); producers that are completed by progress (an rpc reply) call `set_value` / `set_error` from their handler.
 template <class V>
 struct future_state : future_owner, future_cell<V> {
+  future_state() noexcept { adopt_cell(static_cast<future_cell<V>&>(*this)); }
+
   virtual bool test() { return this->done; }
   bool poll(const void*) final { return test(); }
   std::exception_ptr error_of(const void*) const final { return error; }
@@ -147,6 +171,12 @@ template <class V, std::size_t N>
 class future_cells : public future_owner {
  public:
   using cell_type = future_cell<V>;
+  static_assert(sizeof(future_owner) + N * sizeof(cell_type) < 65536,
+                "future_cells: a cell's offset in its owner must fit 16 bits; allocate fewer cells together");
+
+  future_cells() noexcept {
+    for (cell_type& c : cells_) adopt_cell(c);
+  }
 
   /// The future of cell `index`, sharing ownership of the cells (T: the future's type, whose value type is V).
   template <class T>
@@ -186,19 +216,26 @@ class future {
   using cell_type = detail::future_cell<detail::future_value_t<T>>;
 
   future() = default;
-  /// The future of a state of its own (detail::make_counted, or layer::make_state).
-  explicit future(detail::counted_ptr<state_type> state) : cell_(state.get()), owner_(std::move(state)) {}
-  /// The future of a cell that `owner` keeps (cells allocated together, detail::future_cells): owner stays alive
-  /// while the future does.
-  future(cell_type* cell, detail::counted_ptr<detail::future_owner> owner) : cell_(cell), owner_(std::move(owner)) {}
+  /// The future of a state of its own (detail::make_counted, or layer::make_state): takes over `state`'s share.
+  explicit future(detail::counted_ptr<state_type> state) noexcept
+      : cell_(static_cast<cell_type*>(state.release_ownership())) {}
 
-  future(const future&) = default;
-  future& operator=(const future&) = default;
-  future(future&& o) noexcept : cell_(std::exchange(o.cell_, nullptr)), owner_(std::move(o.owner_)) {}
-  future& operator=(future&& o) noexcept {
-    cell_ = std::exchange(o.cell_, nullptr);
-    owner_ = std::move(o.owner_);
+  future(const future& o) noexcept : cell_(o.cell_) {
+    if (cell_ != nullptr) cell_->owner().retain();
+  }
+  future& operator=(const future& o) noexcept {
+    future copy(o);
+    std::swap(cell_, copy.cell_);
     return *this;
+  }
+  future(future&& o) noexcept : cell_(std::exchange(o.cell_, nullptr)) {}
+  future& operator=(future&& o) noexcept {
+    future taken(std::move(o));
+    std::swap(cell_, taken.cell_);
+    return *this;
+  }
+  ~future() {
+    if (cell_ != nullptr) cell_->owner().release();
   }
 
   /// False for a default-constructed future or one whose value was taken by get().
@@ -207,9 +244,9 @@ class future {
   /// True when the operation has completed; makes progress if it has not.
   bool ready() const {
     check_valid();
-    if (cell_->done || owner_->poll(cell_)) return true;
+    if (cell_->done || cell_->owner().poll(cell_)) return true;
     progress();
-    return owner_->poll(cell_);
+    return cell_->owner().poll(cell_);
   }
 
   /// Blocks until the operation completes, making progress meanwhile.
@@ -217,19 +254,26 @@ class future {
     check_valid();
     if (cell_->done) return;
     detail::spin_waiter pause;
-    while (!owner_->poll(cell_)) pause();
+    while (!cell_->owner().poll(cell_)) pause();
   }
 
   /// Waits and returns the result (moving it out; the future is no longer valid afterwards).
   T get() {
     wait();
-    const detail::counted_ptr<detail::future_owner> owner = std::move(owner_);  // keeps the cell alive until we return
     cell_type* cell = std::exchange(cell_, nullptr);
+    // Our share of the owner, released when we return: it keeps the cell alive until the value is moved out.
+    const auto owner = detail::counted_ptr<detail::future_owner>::adopt(&cell->owner());
     if (!cell->value) std::rethrow_exception(failure(*owner, cell));
     if constexpr (!std::is_void_v<T>) return std::move(*cell->value);
   }
 
  private:
+  template <class V, std::size_t N>
+  friend class detail::future_cells;
+  /// The future of a cell its owner keeps (cells allocated together, detail::future_cells): adds a share of the owner,
+  /// which stays alive while the future does.
+  explicit future(cell_type* cell) noexcept : cell_(cell) { cell_->owner().retain(); }
+
   void check_valid() const {
     if (!cell_) throw usage_error("shoal::future: no state (default-constructed, or get() was already called)");
   }
@@ -238,15 +282,14 @@ class future {
     std::exception_ptr e = owner.error_of(cell);
     return e ? e : std::make_exception_ptr(error("shoal::future: completed with neither a value nor an error"));
   }
-  cell_type* cell_ = nullptr;
-  detail::counted_ptr<detail::future_owner> owner_;
+  cell_type* cell_ = nullptr;  // the owner is found from the cell (future_cell::owner): a future is one pointer
 };
 
 template <class V, std::size_t N>
 template <class T>
 auto detail::future_cells<V, N>::future_of(std::uint32_t index) {
   static_assert(std::is_same_v<future_value_t<T>, V>, "future_cells::future_of<T>: T's value type is not V");
-  return future<T>(&cells_[index], counted_ptr<future_owner>(this));
+  return future<T>(&cells_[index]);
 }
 
 /// A future that is already complete.

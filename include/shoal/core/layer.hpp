@@ -37,7 +37,8 @@
 //                                  layer::future_cells<T, N>, N small cells (a flag and the value; errors kept
 //                                  aside) in one allocation, completed by index with set_value(i, v) /
 //                                  set_error(i, e), handing out future_of<T>(i); derive from it and override
-//                                  poll(cell) to start what a cell waits for
+//                                  poll(cell) to start what a cell waits for. A future is a pointer to its cell; the
+//                                  owner is found from the cell (which knows its offset in the owner)
 //   layer::fault_mode()            tests only: the fault mode's settings (SHOAL_FAULTS; nullopt when off), and
 //   layer::fault_scheduler<Item>   the one mechanism that delays and reorders a channel's arrivals under it (held
 //                                  per sender, released in a seeded order across senders, in order per sender),
