@@ -514,7 +514,8 @@ template <class F, class Wire>
 void hint_ahead(rx_buffer& b) {
   using prefix = leading_trivial_t<Wire>;
   const std::uint32_t from_here = b.left + 1;  // this message and the rest of its group
-  if (b.ahead < b.pos) {  // the group's first message (earlier groups of the buffer lie before it)
+  // The group's first message: nothing read ahead in this buffer yet, or only in earlier groups (they lie before it).
+  if (b.ahead == nullptr || b.ahead < b.pos) {
     b.ahead = b.pos;
     b.unhinted = from_here;
   }

@@ -761,7 +761,7 @@ class owner_table {
                    [&](std::uint32_t i, std::string what) {
                      shoal::post(self.to_world(origin), &on_group_error, id, slot, i, std::move(what));
                    },
-                   columns...);
+                   std::span<const Args>(columns)...);
       shoal::post(self.to_world(origin), on_group_reply<typename Op::wire>{}, id, slot, results);
     }
   };
@@ -770,7 +770,7 @@ class owner_table {
   /// done(i, result) for each that returned, failed(i, what) for each that threw.
   template <class Op, class Done, class Failed, class... Args>
   static void run_each(owner_table& self, int origin, Done&& done, Failed&& failed,
-                       const std::vector<Args>&... columns) {
+                       std::span<const Args>... columns) {
     for_each_prefetched(self.shard(), std::get<0>(std::tie(columns...)), [&](std::size_t at) {
       const auto i = static_cast<std::uint32_t>(at);
       std::optional<typename Op::wire> result;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <utility>
+#include <span>
 #include <vector>
 
 #include "shoal/am/control.hpp"
@@ -77,8 +78,12 @@ void for_each_prefetched(const Table& table, std::size_t n, KeyAt&& key_at, F&& 
   }
 }
 template <class Table, class K, class F>
-void for_each_prefetched(const Table& table, const std::vector<K>& keys, F&& f) {
+void for_each_prefetched(const Table& table, std::span<const K> keys, F&& f) {
   for_each_prefetched(table, keys.size(), [&](std::size_t i) -> const K& { return keys[i]; }, std::forward<F>(f));
+}
+template <class Table, class K, class F>
+void for_each_prefetched(const Table& table, const std::vector<K>& keys, F&& f) {
+  for_each_prefetched(table, std::span<const K>(keys), std::forward<F>(f));
 }
 
 /// A batch of one single-key operation: runs Single at the owner for every key it received, results in order.

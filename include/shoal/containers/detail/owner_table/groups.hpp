@@ -13,6 +13,7 @@
 #include <concepts>
 #include <cstdint>
 #include <exception>
+#include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -32,8 +33,17 @@ using result_cell = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T
 /// raw bytes), no bool argument (a column of bools would be a std::vector<bool>), a result that can be made empty
 /// before the owner fills it in.
 template <class Wire, class... Args>
-concept groupable = std::is_trivially_copyable_v<result_cell<Wire>> && std::default_initializable<Wire> &&
-                    ((std::is_trivially_copyable_v<Args> && !std::is_same_v<Args, bool>) && ...);
+concept groupable =
+    std::is_trivially_copyable_v<result_cell<Wire>> && std::default_initializable<Wire> &&
+    ((std::is_trivially_copyable_v<Args> && std::default_initializable<Args> && !std::is_same_v<Args, bool>) && ...);
+
+/// One argument column of a chunk: room for every operation's argument, left uninitialized until an operation
+/// writes its place (the chunk is allocated per 64 operations; zeroing its columns would be a second pass).
+template <class T, std::size_t N>
+struct argument_column {
+  argument_column() {}  // NOLINT: deliberately leaves `at` uninitialized
+  T at[N];
+};
 
 /// A group that may hold operations not yet sent (what owner_table sends before anything else to that owner).
 struct unsent_group {
@@ -57,8 +67,8 @@ struct group_receiver : receiver<Wire> {
 };
 
 /// Up to future_chunk_size operations Op of one origin for one owner, and their futures (Convert: Op::wire -> R).
-/// Operations are added at the end; the ones not sent yet (first_unsent_ .. used_) leave together through
-/// Table::send_group, which clears the columns. Waiting for or testing a future whose operation has not left sends it.
+/// Operations are added at the end, their arguments in the chunk's columns; the ones not sent yet (first_unsent_ ..
+/// used_) leave together through Table::send_group, which sends those parts of the columns. Waiting for or testing a future whose operation has not left sends it.
 template <class Table, class Op, class R, class Convert, class... Args>
 class group_chunk final : public reply_cells<typename Op::wire, R, Convert, group_receiver<typename Op::wire>>,
                           public unsent_group {
@@ -69,9 +79,7 @@ class group_chunk final : public reply_cells<typename Op::wire, R, Convert, grou
   using op = Op;
   static inline const char tag = 0;  // its address names the chunk type (owner_table keeps one open per owner and type)
 
-  group_chunk(Table& table, int owner) : table_(&table), owner_(owner) {
-    std::apply([](auto&... column) { (column.reserve(future_chunk_size), ...); }, columns_);
-  }
+  group_chunk(Table& table, int owner) : table_(&table), owner_(owner) {}
 
   int owner() const { return owner_; }
   bool full() const { return used_ == future_chunk_size; }
@@ -80,7 +88,7 @@ class group_chunk final : public reply_cells<typename Op::wire, R, Convert, grou
   template <class... A>
   future<R> add(A&&... args) {
     const std::uint32_t index = used_++;
-    std::apply([&](auto&... column) { (column.push_back(std::forward<A>(args)), ...); }, columns_);
+    std::apply([&](auto&... column) { ((column.at[index] = std::forward<A>(args)), ...); }, columns_);
     return cells::template future_of<R>(index);
   }
 
@@ -93,13 +101,14 @@ class group_chunk final : public reply_cells<typename Op::wire, R, Convert, grou
   void send_unsent(bool waited = false) override {
     if (first_unsent_ == used_) return;
     const std::uint32_t first = std::exchange(first_unsent_, used_);
-    table_->send_group(*this, first, columns_, waited);
-    std::apply([](auto&... column) { (column.clear(), ...); }, columns_);
+    const auto unsent = std::apply(
+        [&](const auto&... column) { return std::tuple{std::span<const Args>(column.at + first, used_ - first)...}; },
+        columns_);
+    table_->send_group(*this, first, unsent, waited);
   }
 
   void drop_unsent(std::exception_ptr e) override {
     for (std::uint32_t i = std::exchange(first_unsent_, used_); i < used_; ++i) this->set_error(i, e);
-    std::apply([](auto&... column) { (column.clear(), ...); }, columns_);
   }
 
   void arrive_group(std::vector<result_cell<wire>>&& results, std::uint32_t first) override {
@@ -111,7 +120,7 @@ class group_chunk final : public reply_cells<typename Op::wire, R, Convert, grou
  private:
   Table* table_;
   int owner_;
-  std::tuple<std::vector<Args>...> columns_;  // the arguments of the operations not sent yet, one column each
+  std::tuple<argument_column<Args, future_chunk_size>...> columns_;  // the operations' arguments, one column each
   std::uint32_t used_ = 0;
   std::uint32_t first_unsent_ = 0;
 };
