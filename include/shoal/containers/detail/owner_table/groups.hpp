@@ -68,7 +68,8 @@ struct group_receiver : receiver<Wire> {
 
 /// Up to future_chunk_size operations Op of one origin for one owner, and their futures (Convert: Op::wire -> R).
 /// Operations are added at the end, their arguments in the chunk's columns; the ones not sent yet (first_unsent_ ..
-/// used_) leave together through Table::send_group, which sends those parts of the columns. Waiting for or testing a future whose operation has not left sends it.
+/// used_) leave together through Table::send_group, which sends those parts of the columns. Waiting for or testing a
+/// future whose operation has not left sends it.
 template <class Table, class Op, class R, class Convert, class... Args>
 class group_chunk final : public reply_cells<typename Op::wire, R, Convert, group_receiver<typename Op::wire>>,
                           public unsent_group {
