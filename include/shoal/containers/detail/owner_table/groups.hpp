@@ -1,7 +1,7 @@
 // shoal/containers/detail/owner_table/groups.hpp — single operations to one owner that travel and complete together.
 //
 // A future-returning operation for another rank is not sent on its own: it joins its owner's open group (its
-// arguments appended to the group's columns, its future a state in the group's chunk) and the group leaves as one
+// arguments appended to the group's columns, its future a cell in the group's chunk) and the group leaves as one
 // message when it holds future_chunk_size operations, when one of its futures is waited for or tested (get, wait,
 // ready), or before anything else this rank sends that owner (a post, a batch, an operation of another type, wait,
 // flush) — so operations still reach their owner in issue order. The owner runs a group in one loop (keys
