@@ -952,6 +952,23 @@ struct scripted_client {
     p.probes = 0;
     c.on_reply(p);
   }
+  /// A lower_bound pass's own reply that its key's node holds nothing from its key up (below its cap), naming that
+  /// node's next node and its min key as the node knew it.
+  void nothing_past(const request_type& r, shoal::detail::ordered_map::node_ref next, long next_min) {
+    auto p = reply_to(r, status::retry);
+    p.probes = 0;
+    p.next = next;
+    p.next_min = next_min;
+    c.on_reply(p);
+  }
+  /// A probe's reply to `r`: the probed node's first key (`st` ok) or nothing it can say (retry).
+  void probe_answer(const request_type& r, long key, status st = status::ok) {
+    auto p = reply_to(r, st);
+    p.key = key;
+    p.value = key;
+    p.probes = -1;
+    c.on_reply(p);
+  }
   /// The reply to range `r`: one part, all of it.
   void answer_range(const request_type& r, std::vector<std::pair<long, long>> kvs) {
     auto p = reply_to(r, status::ok);
@@ -1053,7 +1070,8 @@ TEST(SkipListClient, SequentialLowerBoundsAreCappedByTheNextShortcut) {
   EXPECT_EQ(low->entry, om::head_node);
 }
 
-// A capped lower_bound that finds nothing below its cap passes again from the head, probing (client.hpp). That pass
+// A capped lower_bound that finds nothing below its cap, and whose node names no next node to probe (its key's node
+// held a key past the cap, or was the last one), passes again from the head, probing (client.hpp). That pass
 // waits for the earlier reads it could overtake; the later reads issued beside its capped pass are held back until it
 // has its answer, and one that may have read a key it read runs again (a new pass: replies of the old one are
 // ignored) and is delivered after its second run; one that read none is delivered as it is.
@@ -1095,6 +1113,66 @@ TEST(SkipListClient, ReadsBesideACappedPassThatPassesAgainAreHeldAndRunAgainIfTh
     EXPECT_TRUE(t.nothing_to_enter());
     t.answer(b, 99);  // a late reply of b's first run: ignored
     EXPECT_EQ(t.delivered.size(), 2u);
+    t.answer(rerun.req, 61);
+    ASSERT_EQ(t.delivered.size(), 3u);
+    EXPECT_EQ(t.delivered[2], std::make_pair(2L, 61L));
+  }
+}
+
+// A capped lower_bound whose key's node holds nothing from its key up learns that node's next node: its answer is
+// that node's first key, so its second pass is a probe of that node alone (checked there against the min key the
+// failed pass saw) instead of a pass from the head. It still waits for the earlier reads it could overtake there,
+// and holds the later reads issued beside it as a pass from the head does. When the probed node cannot answer (its
+// min key moved, it is empty or gone) the pass after it is from the head, probing.
+TEST(SkipListClient, ACappedPassPastItsKeysNodeProbesTheNextNodeAlone) {
+  namespace om = shoal::detail::ordered_map;
+  using reason = scripted_client::reason;
+  const om::node_ref next{0, 7, 3};
+  for (const bool probe_fails : {false, true}) {
+    SCOPED_TRACE(probe_fails);
+    scripted_client t({{20, 2}, {50, 1}, {80, 1}});
+    const auto x = t.issue(op_kind::find, 85, 0);         // [80, 85] from the shortcut at 80
+    const auto a = t.issue(op_kind::lower_bound, 25, 1);  // capped: [20, 50)
+    const auto b = t.issue(op_kind::lower_bound, 60, 2);  // capped: [50, 80)
+    t.nothing_past(a, next, 40);
+    EXPECT_TRUE(t.nothing_to_enter()) << "a's probe of the node at 40 could overtake x, an earlier read of its keys";
+    EXPECT_FALSE(t.try_issue(op_kind::insert, 30, 3)) << "a write of a key a may read waits";
+    t.answer(x, 85);
+    ASSERT_EQ(t.delivered.size(), 1u);
+    const auto probe = t.entered(reason::again);
+    EXPECT_EQ(probe.req.seq, a.seq);
+    EXPECT_EQ(probe.entry, next);
+    EXPECT_TRUE(probe.req.has(om::flag::probe));
+    EXPECT_TRUE(probe.req.has(om::flag::expect_min));
+    EXPECT_EQ(probe.req.hi, 40);
+    EXPECT_EQ(probe.req.key, 25);
+    EXPECT_FALSE(probe.req.has(om::flag::capped));
+    EXPECT_FALSE(probe.req.has(om::flag::with_probes));
+    EXPECT_EQ(probe.req.attempt, a.attempt + 1);
+    t.answer(b, 62);  // b saw [60, 62], beside a's second pass: held
+    EXPECT_EQ(t.delivered.size(), 1u);
+    if (!probe_fails) {
+      t.probe_answer(probe.req, 41);
+      ASSERT_EQ(t.delivered.size(), 3u) << "a read [25, 41]: nothing of b's";
+      EXPECT_EQ(t.delivered[1], std::make_pair(1L, 41L));
+      EXPECT_EQ(t.delivered[2], std::make_pair(2L, 62L));
+      EXPECT_TRUE(t.nothing_to_enter());
+      continue;
+    }
+    t.probe_answer(probe.req, 0, om::status::retry);
+    const auto head = t.entered(reason::again);
+    EXPECT_EQ(head.req.seq, a.seq);
+    EXPECT_EQ(head.entry, om::head_node);
+    EXPECT_TRUE(head.req.has(om::flag::with_probes));
+    EXPECT_FALSE(head.req.has(om::flag::probe));
+    EXPECT_EQ(head.req.attempt, a.attempt + 2);
+    t.probe_answer(probe.req, 41);  // a late answer of the probe's pass: ignored
+    EXPECT_EQ(t.delivered.size(), 1u);
+    t.answer(head.req, 61);
+    ASSERT_EQ(t.delivered.size(), 2u) << "a read [25, 61], b saw 60..62 maybe before it: b runs again";
+    EXPECT_EQ(t.delivered[1], std::make_pair(1L, 61L));
+    const auto rerun = t.entered(reason::rerun);
+    EXPECT_EQ(rerun.req.seq, b.seq);
     t.answer(rerun.req, 61);
     ASSERT_EQ(t.delivered.size(), 3u);
     EXPECT_EQ(t.delivered[2], std::make_pair(2L, 61L));

@@ -14,9 +14,10 @@
 // Capped lower_bounds. A lower_bound / successor covers every key above its own, so it would conflict with every later
 // operation above it. One that enters at a shortcut is therefore *capped* by the min key of the next node on the
 // board (a node of this rank, so the node of its key lies before it): on this pass it answers only with a key below
-// the cap, and otherwise (rare: its key's node holds nothing between its key and the cap) passes again from the head
-// with probes. Later reads need to stay clear only of [shortcut, cap] (writes still of everything above the shortcut:
-// the second pass reads there). A second pass (after a capped pass, or a pass from the head that met an empty node)
+// the cap, and otherwise (rare: its key's node holds nothing between its key and the cap) passes again: a probe of
+// the next node of its key's node, which the failed pass names (its first key is the answer while its min key is the
+// one the failed pass saw), else from the head with probes. Later reads need to stay clear only of [shortcut, cap]
+// (writes still of everything above the shortcut: the second pass reads there). A second pass (after a capped pass, or a pass from the head that met an empty node)
 // waits until no earlier operation that entered at a shortcut it could overtake is on its way; the later reads issued
 // before it entered that may read its keys are held back and run again if they did (they could have seen a key before
 // it did, older than it saw it). A later write at the head keeps clear of the keys of an open lower_bound from the
@@ -252,6 +253,8 @@ class client {
     int probes_expected = -1;
     int probes_received = 0;
     bool probe_failed = false;
+    node_ref next_node;  // a failed pass's key node's next node: the next pass probes it alone (pass_again) ...
+    K next_min{};        // ... while its min key is still this one
     // sequential consistency: second passes of earlier operations this read waits for, whether one of them read one
     // of its keys (it runs again), and (a second pass) the later reads it holds back
     std::uint32_t shadows = 0;
@@ -335,8 +338,10 @@ class client {
     auto& res = o.result;
     res.head_stamp = std::max(res.head_stamp, p.head_stamp);
     if (p.probes >= 0 && p.st == status::retry) {
-      // A pass without probes found no key past `key` (below its cap) in the node of the key: again from the head,
-      // probing.
+      // A pass without probes found no key past `key` (below its cap) in the node of the key: again, at that node's
+      // next node when the node named it (nothing there from `key` up), else from the head, probing.
+      o.next_node = p.next;
+      o.next_min = p.next_min;
       again = true;
       return false;
     }
@@ -366,9 +371,10 @@ class client {
     return true;
   }
 
-  /// A lower_bound / successor runs again from the head, probing. Under sequential consistency it waits in waiting_
-  /// (issue_waiting): later reads of its client may be on their way beside it — above a capped pass's cap, or behind
-  /// a pass from the head, which the new pass would follow; otherwise it enters at once.
+  /// A lower_bound / successor passes again: a probe of the next node of its key's node when its failed pass named one
+  /// (that node's first key is the answer), else from the head, probing. Under sequential consistency it waits in
+  /// waiting_ (issue_waiting): later reads of its client may be on their way beside it — above a capped pass's cap,
+  /// or behind a pass from the head, which the new pass would follow; otherwise it enters at once.
   void pass_again(std::uint64_t seq, client_op& o) {
     next_pass(o);
     if (opt_.semantics == consistency::sequential) {
@@ -379,7 +385,21 @@ class client {
       return;
     }
     reenter_at_head(seq);
-    to_enter_.push_back({{probing_request(seq, o), head_node}, entry_reason::again});
+    to_enter_.push_back(next_pass_entry(seq, o));
+  }
+
+  /// The request of a lower_bound / successor's next pass: a probe of the node its failed pass named (once: if that
+  /// one fails too, the pass after it is from the head), or a pass from the head that probes the nodes past its key's.
+  std::pair<entering, entry_reason> next_pass_entry(std::uint64_t seq, client_op& o) {
+    if (!o.next_node.valid()) return {{probing_request(seq, o), head_node}, entry_reason::again};
+    const node_ref at = o.next_node;
+    o.next_node = {};
+    request_type r = request_for(seq, o, entry_point{at, o.key, K{}, false, false});
+    r.set(flag::probe);
+    r.set(flag::expect_min);
+    r.hi = o.next_min;
+    o.probes_expected = 1;  // the pass's own answer: nothing in the key's node from the key up
+    return {{std::move(r), at}, entry_reason::again};
   }
 
   /// The request of a pass from the head that probes the nodes past its key's node.
@@ -501,21 +521,28 @@ class client {
     }
   }
 
-  /// The second pass of a lower_bound / successor enters at the head once no earlier operation it could overtake is
-  /// on its way. The later reads issued beside its first pass that may read its keys (above its key) are held back
-  /// until it has its answer.
+  /// The second pass of a lower_bound / successor enters once no earlier operation it could overtake is on its way:
+  /// at the head, or as a probe of the node its failed pass named — a node past its key, entered as at a shortcut
+  /// (an earlier operation from the head or a shortcut that may reach keys from its key up could be overtaken there;
+  /// an earlier lower_bound / successor that is not capped holds it, as it holds a read at a shortcut). The later reads
+  /// issued beside its first pass that may read its keys (above its key) are held back until it has its answer; its
+  /// region keeps every later write off its keys meanwhile, wherever it enters.
   bool enter_second_pass(std::uint64_t seq, client_op& o) {
+    const bool at_next = o.next_node.valid();
     open_region n;
     n.lo = o.key;
     n.hi = o.key;
     n.unbounded = true;
     n.read = true;
+    n.via_head = !at_next;
+    n.entry_min = o.key;
     if (conflicts(n, seq)) return false;
     o.capped = false;
-    reshape_region(seq, [](open_region& r) {
-      r.via_head = true;
+    reshape_region(seq, [&](open_region& r) {
+      r.via_head = !at_next;
+      r.entry_min = o.key;
       r.capped = false;
-      r.may_rerun = true;  // from the head: a later write there must wait for it
+      r.may_rerun = true;  // it may pass from the head: a later write there must wait for it
     });
     for (auto& [later, l] : ops_) {
       if (later <= seq || !is_read(l.op)) continue;
@@ -524,7 +551,10 @@ class client {
       hold_back(later, l, o);
     }
     std::sort(o.shadowed.begin(), o.shadowed.end());  // released in issue order, whatever the table's order
-    to_enter_.push_back({{probing_request(seq, o), head_node}, entry_reason::again});
+    o.at_shortcut = at_next;
+    o.entry = o.key;
+    if (at_next) hold_behind_unbounded_reads(seq, o);
+    to_enter_.push_back(next_pass_entry(seq, o));
     return true;
   }
 

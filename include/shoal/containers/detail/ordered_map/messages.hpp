@@ -70,6 +70,8 @@ inline constexpr std::uint16_t with_probes = 512;  // lower_bound / successor: t
 inline constexpr std::uint16_t merge = 1024;       // with node_removal: an under-full node gives its keys to its
                                                    // level-0 predecessor and is unlinked
 inline constexpr std::uint16_t capped = 2048;      // lower_bound / successor: answers only with a key below `hi`
+inline constexpr std::uint16_t expect_min = 4096;  // with probe: the probed node answers only while its min key is
+                                                   // still `hi` (none of its keys moved to a node before it)
 }  // namespace flag
 
 /// A request: one operation of one client, or one part of a range query.
@@ -113,7 +115,7 @@ struct request {
     if (op == op_kind::erase || op == op_kind::split) ar(waiters);
     if (has(flag::synchronous)) ar(sender);
     if (seeks_neighbour(op)) ar(attempt, probes, probed);
-    if (seeks_neighbour(op) && has(flag::capped)) ar(hi);
+    if (seeks_neighbour(op) && (has(flag::capped) || has(flag::expect_min))) ar(hi);
   }
 };
 
@@ -145,6 +147,8 @@ struct reply {
   std::int32_t new_height = 0;
   std::uint8_t attempt = 0;  // lower_bound / successor: the pass it answers
   std::int32_t probes = -1;  // lower_bound / successor: -1 from a probe, else the probes the search sent
+  node_ref next;  // lower_bound / successor, retry: the next node of a key's node that holds nothing from the key up
+  K next_min{};   // and its min key as that node knew it
 
   template <class Ar>
   void fields(Ar& ar) {
@@ -152,6 +156,7 @@ struct reply {
     if (op == op_kind::range) ar(hi, hi_inclusive, items);
     if (st == status::split_needed) ar(new_node, marked, new_height);
     if (seeks_neighbour(op)) ar(attempt, probes);
+    if (seeks_neighbour(op) && st == status::retry) ar(next, next_min);
   }
 };
 

@@ -12,8 +12,13 @@
 // closest were empty, when the operation runs again anyway.
 // Probes cost 2 messages per level, and are needed only when X holds no key >= k (> k), which is rare (about one key
 // in G'): so the first pass sends none and X answers from its own keys; when X has none past k and is not the last
-// node, the client runs the operation again from the head with flag::with_probes (the probing pass above). X's own
-// answer is atomic at X, and any key between k and it would be in X, so it is right in head order too.
+// node, X names its next node B and B's min key as X knows it, and the client's next pass is a probe of B alone
+// (flag::expect_min): B's first key is the answer unless a key of B moved to a node before B meanwhile — a split
+// before B takes B's lower half, a min-key delete removes its min key: either raises B's min key, so B answers only
+// while its min key is the one X named. Otherwise (B empty, gone or changed; or no B named) the client runs the
+// operation again from the head with flag::with_probes (the probing pass above). X's own answer is atomic at X, and
+// any key between k and it would be in X, so it is right in head order too. The client decides when the probe of B
+// may go (client.hpp): like an operation entering at a shortcut, it must not overtake an earlier one of its client.
 //
 // Range queries (Listing 2): a range splits at every tower level whose next node starts inside it; each node replies
 // with its part (written to the wire straight from the node's arrays when the client is on another rank), and the
@@ -51,7 +56,10 @@ auto service<K, V>::first_key_from(const node_type& x, const request_type& r) ->
 
 template <class K, class V>
 void service<K, V>::answer_probe(const node_type& x, const request_type& r) {
-  reply_type p = x.keys.empty() ? reply_for(r, status::retry) : first_key_from(x, r);
+  // A node's min key only rises (a min-key delete, a split before it that takes its lower half): while it is the one
+  // the prober expects, no key of this node went to a node before it.
+  const bool moved = r.has(flag::expect_min) && !(x.min == r.hi);
+  reply_type p = x.keys.empty() || moved ? reply_for(r, status::retry) : first_key_from(x, r);
   p.probes = -1;
   post_reply(std::move(p));
 }

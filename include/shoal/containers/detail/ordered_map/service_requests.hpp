@@ -174,12 +174,19 @@ void service<K, V>::at_bottom(node_type& x, request_type&& r) {
     case op_kind::successor: {
       reply_type p = first_key_from(x, r);
       p.probes = r.probes;
-      // A pass without probes answers only from the node of its key; past its last key it runs again, probing. A
-      // capped pass answers only below its cap (client.hpp), else it runs again too.
+      // A pass without probes answers only from the node of its key; past its last key it runs again. A capped pass
+      // answers only below its cap (client.hpp), else it runs again too. When this node holds nothing from the key up,
+      // the answer is the first key of its next node: the reply names that node, which the next pass probes alone
+      // when the client may send it there (client.hpp; else it passes from the head, probing).
+      const bool past_last = p.st == status::absent;
       if (r.has(flag::capped)) {
         if (p.st != status::ok || !(p.key < r.hi)) p.st = status::retry;
-      } else if (p.st == status::absent && !r.has(flag::with_probes) && x.tower[0].has_next()) {
+      } else if (past_last && !r.has(flag::with_probes) && x.tower[0].has_next()) {
         p.st = status::retry;
+      }
+      if (p.st == status::retry && past_last) {
+        p.next = x.tower[0].next;
+        p.next_min = x.tower[0].next_min;
       }
       return post_reply(std::move(p));
     }
