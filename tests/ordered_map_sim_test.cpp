@@ -1121,9 +1121,10 @@ TEST(SkipListClient, ReadsBesideACappedPassThatPassesAgainAreHeldAndRunAgainIfTh
 
 // A capped lower_bound whose key's node holds nothing from its key up learns that node's next node: its answer is
 // that node's first key, so its second pass is a probe of that node alone (checked there against the min key the
-// failed pass saw) instead of a pass from the head. It still waits for the earlier reads it could overtake there,
-// and holds the later reads issued beside it as a pass from the head does. When the probed node cannot answer (its
-// min key moved, it is empty or gone) the pass after it is from the head, probing.
+// failed pass saw, and capped by the next shortcut above that min key) instead of a pass from the head. It waits for
+// the earlier reads of that node's keys it could overtake, not for those above its cap, and holds the later reads
+// issued beside it as a pass from the head does. When the probed node cannot answer (its min key moved, it is empty or
+// gone, its first key is past the cap) the pass after it is from the head, probing.
 TEST(SkipListClient, ACappedPassPastItsKeysNodeProbesTheNextNodeAlone) {
   namespace om = shoal::detail::ordered_map;
   using reason = scripted_client::reason;
@@ -1131,31 +1132,34 @@ TEST(SkipListClient, ACappedPassPastItsKeysNodeProbesTheNextNodeAlone) {
   for (const bool probe_fails : {false, true}) {
     SCOPED_TRACE(probe_fails);
     scripted_client t({{20, 2}, {50, 1}, {80, 1}});
-    const auto x = t.issue(op_kind::find, 85, 0);         // [80, 85] from the shortcut at 80
-    const auto a = t.issue(op_kind::lower_bound, 25, 1);  // capped: [20, 50)
-    const auto b = t.issue(op_kind::lower_bound, 60, 2);  // capped: [50, 80)
+    const auto x = t.issue(op_kind::find, 45, 0);         // [20, 45] from the shortcut at 20
+    const auto y = t.issue(op_kind::find, 85, 1);         // [80, 85] from the shortcut at 80
+    const auto a = t.issue(op_kind::lower_bound, 25, 2);  // capped: [20, 50)
+    const auto b = t.issue(op_kind::lower_bound, 60, 3);  // capped: [50, 80)
     t.nothing_past(a, next, 40);
     EXPECT_TRUE(t.nothing_to_enter()) << "a's probe of the node at 40 could overtake x, an earlier read of its keys";
-    EXPECT_FALSE(t.try_issue(op_kind::insert, 30, 3)) << "a write of a key a may read waits";
-    t.answer(x, 85);
+    EXPECT_FALSE(t.try_issue(op_kind::insert, 30, 4)) << "a write of a key a may read waits";
+    t.answer(x, 45);
     ASSERT_EQ(t.delivered.size(), 1u);
-    const auto probe = t.entered(reason::again);
+    const auto probe = t.entered(reason::again);  // y, above the cap (50), is not in the way
     EXPECT_EQ(probe.req.seq, a.seq);
     EXPECT_EQ(probe.entry, next);
     EXPECT_TRUE(probe.req.has(om::flag::probe));
     EXPECT_TRUE(probe.req.has(om::flag::expect_min));
-    EXPECT_EQ(probe.req.hi, 40);
+    EXPECT_EQ(probe.req.expected_min, 40);
+    EXPECT_TRUE(probe.req.has(om::flag::capped));
+    EXPECT_EQ(probe.req.hi, 50);
     EXPECT_EQ(probe.req.key, 25);
-    EXPECT_FALSE(probe.req.has(om::flag::capped));
     EXPECT_FALSE(probe.req.has(om::flag::with_probes));
     EXPECT_EQ(probe.req.attempt, a.attempt + 1);
+    t.answer(y, 85);
     t.answer(b, 62);  // b saw [60, 62], beside a's second pass: held
-    EXPECT_EQ(t.delivered.size(), 1u);
+    EXPECT_EQ(t.delivered.size(), 2u);
     if (!probe_fails) {
       t.probe_answer(probe.req, 41);
-      ASSERT_EQ(t.delivered.size(), 3u) << "a read [25, 41]: nothing of b's";
-      EXPECT_EQ(t.delivered[1], std::make_pair(1L, 41L));
-      EXPECT_EQ(t.delivered[2], std::make_pair(2L, 62L));
+      ASSERT_EQ(t.delivered.size(), 4u) << "a read [25, 41]: nothing of b's";
+      EXPECT_EQ(t.delivered[2], std::make_pair(2L, 41L));
+      EXPECT_EQ(t.delivered[3], std::make_pair(3L, 62L));
       EXPECT_TRUE(t.nothing_to_enter());
       continue;
     }
@@ -1167,15 +1171,15 @@ TEST(SkipListClient, ACappedPassPastItsKeysNodeProbesTheNextNodeAlone) {
     EXPECT_FALSE(head.req.has(om::flag::probe));
     EXPECT_EQ(head.req.attempt, a.attempt + 2);
     t.probe_answer(probe.req, 41);  // a late answer of the probe's pass: ignored
-    EXPECT_EQ(t.delivered.size(), 1u);
+    EXPECT_EQ(t.delivered.size(), 2u);
     t.answer(head.req, 61);
-    ASSERT_EQ(t.delivered.size(), 2u) << "a read [25, 61], b saw 60..62 maybe before it: b runs again";
-    EXPECT_EQ(t.delivered[1], std::make_pair(1L, 61L));
+    ASSERT_EQ(t.delivered.size(), 3u) << "a read [25, 61], b saw 60..62 maybe before it: b runs again";
+    EXPECT_EQ(t.delivered[2], std::make_pair(2L, 61L));
     const auto rerun = t.entered(reason::rerun);
     EXPECT_EQ(rerun.req.seq, b.seq);
     t.answer(rerun.req, 61);
-    ASSERT_EQ(t.delivered.size(), 3u);
-    EXPECT_EQ(t.delivered[2], std::make_pair(2L, 61L));
+    ASSERT_EQ(t.delivered.size(), 4u);
+    EXPECT_EQ(t.delivered[3], std::make_pair(3L, 61L));
   }
 }
 

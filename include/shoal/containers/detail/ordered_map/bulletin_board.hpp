@@ -55,6 +55,12 @@ class bulletin_board {
     return std::nullopt;
   }
 
+  /// The smallest posted min key above `key`, if any.
+  std::optional<K> next_min_above(const K& key) const {
+    const auto it = board_.upper_bound(key);
+    return it == board_.end() ? std::nullopt : std::optional<K>(it->first);
+  }
+
   std::size_t size() const { return board_.size(); }
 
  private:

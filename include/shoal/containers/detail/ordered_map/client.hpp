@@ -284,10 +284,13 @@ class client {
     bool read = false;
     bool may_rerun = false;  // a read held back by an earlier second pass, a lower_bound / successor from the head
     bool find = false;
+    bool probe = false;  // a capped probe of one node being checked (enter_second_pass): below its cap for writes too
 
     /// Whether every key it visits, as seen by a read (`by_read`) or a write, lies below `k`.
     bool below(const K& k, bool by_read) const {
-      if (capped && by_read) return !(k < cap);  // a capped pass reads only keys below its cap
+      // A capped pass reads only keys below its cap (a later write still keeps clear of the keys its second pass may
+      // read); a capped probe that fails passes again from the head, checked afresh.
+      if (capped && (by_read || probe)) return !(k < cap);
       return !unbounded && hi < k;
     }
   };
@@ -397,10 +400,21 @@ class client {
     request_type r = request_for(seq, o, entry_point{at, o.key, K{}, false, false});
     r.set(flag::probe);
     r.set(flag::expect_min);
-    r.hi = o.next_min;
+    r.expected_min = o.next_min;
+    if (opt_.semantics == consistency::sequential) {
+      if (const auto cap = probe_cap(o)) {
+        r.set(flag::capped);
+        r.hi = *cap;
+      }
+    }
     o.probes_expected = 1;  // the pass's own answer: nothing in the key's node from the key up
     return {{std::move(r), at}, entry_reason::again};
   }
+
+  /// The keys a probe of the node a failed pass named may read (sequential consistency): from the node's min key up to
+  /// the next min key posted on this rank's board above it — a node after it, so the node's keys lie below — which
+  /// the probe checks (it answers only below its cap); unbounded when no min key above it is posted.
+  std::optional<K> probe_cap(const client_op& o) const { return board_.next_min_above(o.next_min); }
 
   /// The request of a pass from the head that probes the nodes past its key's node.
   request_type probing_request(std::uint64_t seq, const client_op& o) const {
@@ -534,8 +548,17 @@ class client {
     n.hi = o.key;
     n.unbounded = true;
     n.read = true;
-    n.via_head = !at_next;
-    n.entry_min = o.key;
+    if (at_next) {
+      // The probe reads the one node, from its min key below its cap: its keys below that were read in the failed
+      // pass's place in issue order, at its key's node (which the earlier operations on them reached first).
+      n.via_head = false;
+      n.lo = n.hi = n.entry_min = o.next_min;
+      if (const auto cap = probe_cap(o)) {
+        n.capped = true;
+        n.probe = true;
+        n.cap = *cap;
+      }
+    }
     if (conflicts(n, seq)) return false;
     o.capped = false;
     reshape_region(seq, [&](open_region& r) {

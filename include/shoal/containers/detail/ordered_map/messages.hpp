@@ -71,7 +71,7 @@ inline constexpr std::uint16_t merge = 1024;       // with node_removal: an unde
                                                    // level-0 predecessor and is unlinked
 inline constexpr std::uint16_t capped = 2048;      // lower_bound / successor: answers only with a key below `hi`
 inline constexpr std::uint16_t expect_min = 4096;  // with probe: the probed node answers only while its min key is
-                                                   // still `hi` (none of its keys moved to a node before it)
+                                                   // still `expected_min` (none of its keys moved to a node before it)
 }  // namespace flag
 
 /// A request: one operation of one client, or one part of a range query.
@@ -97,6 +97,7 @@ struct request {
   std::uint8_t attempt = 0;     // lower_bound / successor: which pass of the operation (replies of older ones are late)
   std::uint16_t probes = 0;     // lower_bound / successor: probes sent so far
   node_ref probed;              // lower_bound / successor: the node probed last
+  K expected_min{};             // lower_bound / successor probe with flag::expect_min: the probed node's min key
 
   bool has(std::uint16_t f) const { return (flags & f) != 0; }
   void set(std::uint16_t f, bool on = true) {
@@ -115,7 +116,8 @@ struct request {
     if (op == op_kind::erase || op == op_kind::split) ar(waiters);
     if (has(flag::synchronous)) ar(sender);
     if (seeks_neighbour(op)) ar(attempt, probes, probed);
-    if (seeks_neighbour(op) && (has(flag::capped) || has(flag::expect_min))) ar(hi);
+    if (seeks_neighbour(op) && has(flag::capped)) ar(hi);
+    if (seeks_neighbour(op) && has(flag::expect_min)) ar(expected_min);
   }
 };
 

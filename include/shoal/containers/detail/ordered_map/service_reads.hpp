@@ -57,9 +57,10 @@ auto service<K, V>::first_key_from(const node_type& x, const request_type& r) ->
 template <class K, class V>
 void service<K, V>::answer_probe(const node_type& x, const request_type& r) {
   // A node's min key only rises (a min-key delete, a split before it that takes its lower half): while it is the one
-  // the prober expects, no key of this node went to a node before it.
-  const bool moved = r.has(flag::expect_min) && !(x.min == r.hi);
+  // the prober expects, no key of this node went to a node before it. A capped probe answers only below its cap.
+  const bool moved = r.has(flag::expect_min) && !(x.min == r.expected_min);
   reply_type p = x.keys.empty() || moved ? reply_for(r, status::retry) : first_key_from(x, r);
+  if (r.has(flag::capped) && p.st == status::ok && !(p.key < r.hi)) p.st = status::retry;
   p.probes = -1;
   post_reply(std::move(p));
 }
