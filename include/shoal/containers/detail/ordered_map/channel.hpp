@@ -147,16 +147,15 @@ class channel {
     ++stats_.remote_messages;
     if (sending_) [[unlikely]] {
       std::vector<std::byte> bytes;
-      codec_type::encode(m, bytes, items);
-      net_.send(rank, bytes);
+      net_.send(rank, codec_type::encode(m, bytes, items));
     } else {
-      codec_type::encode(m, out_, items);
+      const auto bytes = codec_type::encode(m, out_, items);
       sending_ = true;
       struct done {
         bool& flag;
         ~done() { flag = false; }
       } guard{sending_};
-      net_.send(rank, out_);
+      net_.send(rank, bytes);
     }
     if (++unflushed_ > batch_) flush();
   }
@@ -190,7 +189,7 @@ class channel {
   std::size_t batch_;
   ordered_map_stats& stats_;
   fifo<message_type> local_;
-  std::vector<std::byte> out_;  // the bytes of the message being sent (reused)
+  std::vector<std::byte> out_;  // holds the message being sent from its start (reused, never shrunk)
   bool sending_ = false;         // out_ is being sent (a send from a handler run meanwhile needs its own bytes)
   bool pumping_ = false;
   std::size_t unflushed_ = 0;

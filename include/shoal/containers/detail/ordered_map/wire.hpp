@@ -1,9 +1,11 @@
 // shoal/containers/detail/ordered_map/wire.hpp — the byte format of the skip-list service's messages.
 //
 // A message is one tag byte (its index in the message variant) followed by its fields in the order its `fields(ar)`
-// lists them. Two archives run that one list: field_writer appends each field with shoal's byte_writer, field_reader
-// reads it back with byte_reader (keys and values by shoal::serializable rules: trivially copyable fields and vectors
-// of them are plain memcpys). A field that has a `fields` list of its own is written as that list; a key_box travels
+// lists them. Two archives run that one list: field_writer writes each field at a cursor into the channel's reused
+// encode buffer (cursor_writer: the buffer keeps its largest size, so a message's dozen small fields are plain stores,
+// not a zero-filling vector resize each), field_reader reads it back with byte_reader (keys and values by
+// shoal::serializable rules: trivially copyable fields and vectors of them are plain memcpys; other types through
+// byte_writer). A field that has a `fields` list of its own is written as that list; a key_box travels
 // as its vector of dimension ranges; `bits(a, b, c)` packs bools into one byte. A vector of key-value pairs (a range
 // part) travels as its length and then each pair's key and value: one resize and a copy per pair when both are plain
 // bytes (std::pair itself is not trivially copyable, so the generic vector rule would not take it).
@@ -45,6 +47,49 @@ struct pairs_source {
   std::span<const V> values;
 };
 
+/// Writes serializable values from the start of a buffer that is reused for every message: bytes go at a cursor, and
+/// the buffer grows (doubling) only past its largest size so far, so its bytes beyond the message are stale, not
+/// zeroed. size() is the message's length. The same bytes as shoal::byte_writer appending to an empty vector.
+class cursor_writer {
+ public:
+  explicit cursor_writer(std::vector<std::byte>& out) : out_(out) {}
+
+  void write_bytes(const void* data, std::size_t n) {
+    if (n == 0) return;
+    std::memcpy(room(n), data, n);
+    at_ += n;
+  }
+
+  template <serializable T>
+  void write(const T& value) {
+    if constexpr (trivially_serializable<T>) {
+      write_bytes(&value, sizeof(T));
+    } else if constexpr (contiguous_serializable<T>) {
+      using E = typename T::value_type;
+      const std::size_t n = detail::contiguous_bytes<E>(value.size());
+      std::byte* p = room(n);
+      detail::put_contiguous(p, std::span<const E>(value.data(), value.size()));
+      at_ += n;
+    } else {
+      out_.resize(at_);  // byte_writer appends: the buffer ends at the cursor first
+      byte_writer(out_).write(value);
+      at_ = out_.size();
+    }
+  }
+
+  /// Room for `n` more bytes at the cursor (the cursor does not move).
+  std::byte* room(std::size_t n) {
+    if (out_.size() - at_ < n) out_.resize(std::max(at_ + n, 2 * out_.size()));
+    return out_.data() + at_;
+  }
+  void advance(std::size_t n) { at_ += n; }
+  std::size_t size() const { return at_; }
+
+ private:
+  std::vector<std::byte>& out_;
+  std::size_t at_ = 0;
+};
+
 /// Writes the fields a message lists.
 class field_writer {
  public:
@@ -57,6 +102,9 @@ class field_writer {
   void operator()(const T&... xs) {
     (put(xs), ...);
   }
+
+  /// Bytes written so far.
+  std::size_t size() const { return w_.size(); }
 
   template <class... B>
   void bits(const B&... flags) {
@@ -98,20 +146,18 @@ class field_writer {
     using B = std::remove_cvref_t<decltype(value(0))>;
     w_.write(static_cast<std::uint64_t>(n));
     if constexpr (plain_pair<A, B>) {
-      auto& out = w_.buffer();
-      const std::size_t at = out.size();
-      out.resize(at + n * (sizeof(A) + sizeof(B)));
-      std::byte* p = out.data() + at;
+      std::byte* p = w_.room(n * (sizeof(A) + sizeof(B)));
       for (std::size_t i = 0; i < n; ++i, p += sizeof(A) + sizeof(B)) {
         std::memcpy(p, &key(i), sizeof(A));
         std::memcpy(p + sizeof(A), &value(i), sizeof(B));
       }
+      w_.advance(n * (sizeof(A) + sizeof(B)));
     } else {
       for (std::size_t i = 0; i < n; ++i) put(key(i)), put(value(i));
     }
   }
 
-  byte_writer w_;
+  cursor_writer w_;
   const void* source_ = nullptr;  // a pairs_source<K, V> of the message's K and V
 };
 
@@ -181,13 +227,15 @@ template <class K, class V>
 struct codec {
   using message_type = message<K, V>;
 
-  /// Writes `m` into `out` (cleared first: the sender reuses one buffer, no allocation once warm); a range reply's
-  /// key-values from `items` when given (its own vector is then empty).
-  static void encode(const message_type& m, std::vector<std::byte>& out, const pairs_source<K, V>* items = nullptr) {
-    out.clear();
+  /// Writes `m` from the start of `out` and returns its bytes there (the sender reuses one buffer, no allocation or
+  /// zero-filling once warm: `out` may be longer than the message); a range reply's key-values from `items` when
+  /// given (its own vector is then empty).
+  static std::span<const std::byte> encode(const message_type& m, std::vector<std::byte>& out,
+                                           const pairs_source<K, V>* items = nullptr) {
     field_writer w(out, items);
     w(static_cast<std::uint8_t>(m.index()));
     std::visit([&](const auto& x) { w(x); }, m);
+    return std::span<const std::byte>(out.data(), w.size());
   }
 
   static message_type decode(std::span<const std::byte> bytes) {
