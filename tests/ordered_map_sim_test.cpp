@@ -1266,6 +1266,31 @@ TEST(SkipListClient, PlainSearchesAtOneShortcutDoNotWaitForEachOtherAndRunAgainB
   }
 }
 
+// A find below every shortcut of the board enters at the head and visits keys up to its own only: finds at shortcuts
+// above its key enter beside it without waiting (and, in checked builds, without the scan of the open regions, which
+// SHOAL_CHECKS=2 compares with the scan's answer), while one at the head waits for nothing either (the list keeps
+// order) and a write at the head of a key it may read does not overtake it.
+TEST(SkipListClient, AFindFromTheHeadBelowTheShortcutsIsNotInTheWayOfFindsAtShortcuts) {
+  namespace om = shoal::detail::ordered_map;
+  scripted_client t({{20, 2}, {50, 1}});
+  const auto low = t.issue(op_kind::find, 5, 0);
+  const auto a = t.try_issue(op_kind::find, 25, 1);
+  const auto b = t.try_issue(op_kind::find, 55, 2);
+  const auto c = t.try_issue(op_kind::find, 7, 3);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->entry, shortcut_node(20));
+  EXPECT_EQ(b->entry, shortcut_node(50));
+  EXPECT_EQ(c->entry, om::head_node);
+  t.answer(b->req, 55);
+  t.answer(a->req, 25);
+  t.answer(c->req, 7);
+  EXPECT_TRUE(t.delivered.empty()) << "delivered in issue order: the find from the head first";
+  t.answer(low, 5);
+  ASSERT_EQ(t.delivered.size(), 4u);
+  EXPECT_EQ(t.delivered[0], std::make_pair(0L, 5L));
+  EXPECT_EQ(t.delivered[3], std::make_pair(3L, 7L));
+}
+
 // A read held back by a second pass runs again only from the second pass's key up. Its keys below were read in their
 // place in issue order, and later writes of its client may since have changed them: here b's capped pass fails twice,
 // the second time after a later range r and a later insert w below b's key have run (neither waited: b was on its way
