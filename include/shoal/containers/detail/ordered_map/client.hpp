@@ -12,13 +12,13 @@
 // new one waits (try_issue returns nothing).
 //
 // Capped lower_bounds. A lower_bound / successor covers every key above its own, so it would conflict with every later
-// operation above it. One that enters at a shortcut is therefore *capped* by the min key of the next node on the
-// board (a node of this rank, so the node of its key lies before it): on this pass it answers only with a key below
-// the cap, and otherwise (rare: its key's node holds nothing between its key and the cap) passes again: a probe of
-// the next node of its key's node, which the failed pass names (its first key is the answer while its min key is the
-// one the failed pass saw), else from the head with probes. Later reads need to stay clear only of [shortcut, cap]
-// (writes still of everything above the shortcut: the second pass reads there). A second pass (after a capped pass, or a pass from the head that met an empty node)
-// waits until no earlier operation that entered at a shortcut it could overtake is on its way; the later reads issued
+// operation above it. One that enters at a shortcut is therefore *capped* by the min key of the next node on the board
+// (a node of this rank, so the node of its key lies before it): on this pass it answers only with a key below the cap,
+// and otherwise (rare: its key's node holds nothing between its key and the cap) passes again: a probe of the next node
+// of its key's node, which the failed pass names (its first key is the answer while its min key is the one the failed
+// pass saw), else from the head with probes. Later reads need to stay clear only of [shortcut, cap] (writes still of
+// everything above the shortcut: the second pass reads there). A second pass (after a capped pass, or a pass from the
+// head that met an empty node) waits until no earlier operation it could overtake is on its way; the later reads issued
 // before it entered that may read its keys are held back and run again if they did (they could have seen a key before
 // it did, older than it saw it). A later write at the head keeps clear of the keys of an open lower_bound from the
 // head, whose next pass would follow it there.
@@ -27,9 +27,9 @@
 // from the head, they follow the same links in issue order. Only a shortcut that went stale between them can part them
 // (the node sends the earlier one back and serves the later one): the later ones that entered there beside it are then
 // held until it has its answer, and run again (on_bounce). A capped pass that finds nothing below its cap passes again
-// from the head, and holds the later reads beside it as it holds those above its cap. Plain searches that entered at
-// other shortcuts of the same board lie between other shortcuts' min keys: while only such searches are on their way
-// and the board has not changed, a new one enters without a scan.
+// (a probe of the next node, or from the head), and holds the later reads beside it as it holds those above its cap.
+// Plain searches that entered at other shortcuts of the same board lie between other shortcuts' min keys: while only
+// such searches are on their way and the board has not changed, a new one enters without a scan.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
