@@ -832,28 +832,13 @@ class client {
   /// after a change of its region (it may no longer lie between two shortcuts of the board), makes the free ones
   /// *mixed* until none is left.
   void count(const open_region& r, bool leaving, bool changed = false) {
-    if (holds_later_reads(r)) {
-      if (leaving) {
-        --unbounded_open_;
-      } else {
-        ++unbounded_open_;
-      }
-    }
+    const auto tally = [leaving](std::size_t& n) { n = leaving ? n - 1 : n + 1; };
+    if (holds_later_reads(r)) tally(unbounded_open_);
     if (head_find(r)) {
-      if (leaving) {
-        --head_finds_open_;  // the top stays: an upper bound of the open ones' keys until none is open
-      } else {
-        if (head_finds_open_++ == 0 || head_finds_top_ < r.hi) head_finds_top_ = r.hi;
-      }
+      if (!leaving && (head_finds_open_ == 0 || head_finds_top_ < r.hi)) head_finds_top_ = r.hi;
+      tally(head_finds_open_);  // leaving, the top stays: an upper bound of the open ones' keys until none is open
     }
-    if (!passes_freely(r)) {
-      if (leaving) {
-        --others_open_;
-      } else {
-        ++others_open_;
-      }
-      return;
-    }
+    if (!passes_freely(r)) return tally(others_open_);
     if (leaving) {
       if (--free_open_ == 0) free_mixed_ = false;
       return;
