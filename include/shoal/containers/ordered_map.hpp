@@ -39,9 +39,11 @@
 //   lower_bound / successor                as find; a pass that probes: + 2 messages (probe, its reply) per node
 //                                          where it descends, to the closest node it descends in front of (at most
 //                                          the list's height). The first pass probes only under sequential
-//                                          consistency when it enters at the head; otherwise the probes go only on
-//                                          a second pass from the head, taken when the key's node holds no key past
-//                                          k (about 1 in G'). About 1 remote message in all at 10^6 keys, 2 ranks.
+//                                          consistency when it enters at the head. When the key's node holds no
+//                                          key past k (about 1 in G'), the second pass is + 2 messages: a probe of
+//                                          that node's next node and its reply (that node's first key, while its
+//                                          min key is unchanged); only if it cannot answer, a pass from the head
+//                                          with probes. About 1 remote message in all at 10^6 keys, 2 ranks.
 //                                          Under sequential consistency one that has a shortcut is capped by the
 //                                          next shortcut's min key: later reads above the cap, and plain searches
 //                                          at its own shortcut, overtake it (so lower_bounds of one rank overlap),
