@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -574,10 +575,10 @@ TEST(dist_map, errors_at_the_owner_come_back) {
   m.flush();
 }
 
-// A fire-and-forget operation on this rank's own shard waits a few posts in a ring, its key prefetched
-// (owner_table/own_posts.hpp), yet runs before anything this rank issues after it: a run of posts longer than the
-// ring, then right after a post each other kind of call — a single find, a post of another type, a batch,
-// local_for_each, contains, wait — sees every post before it. Another rank's posts to this shard run meanwhile.
+// A fire-and-forget operation on this rank's own shard waits in this rank's own column (owner_table/held_posts.hpp),
+// yet runs before anything this rank issues after it: a run of posts, then right after a post each other kind of
+// call — a single find, a post of another type, a batch, local_for_each, contains, wait — sees every post before it.
+// Another rank's posts to this shard run meanwhile.
 /// The first n keys this rank owns in `m`.
 template <class Map>
 std::vector<u64> own_keys(const Map& m, std::size_t n) {
@@ -682,6 +683,84 @@ TEST(dist_map, post_forms_complete_at_wait) {
   mm.flush();
 }
 
+// Fire-and-forget operations of plain bytes wait per owner in a column of records (owner_table/held_posts.hpp) and
+// leave a column at a time. Runs longer than a column to every owner, of several operation types alternating, with
+// records of odd sizes (read unaligned at the owner): right after them a find or a batch to the same owners sees
+// each one; the inserts every owner refused (capacity) and a failure at the owner are reported exactly by wait(),
+// and the other posts of the failing column still ran.
+TEST(dist_map, posts_held_per_owner_leave_in_issue_order) {
+  const int me = shoal::rank(), np = shoal::size();
+  using value3 = std::array<std::uint8_t, 3>;  // a record of 11 bytes
+  const auto v = [](u64 k) { return value3{static_cast<std::uint8_t>(k), static_cast<std::uint8_t>(k >> 8), 7}; };
+  shoal::dist_map<u64, value3> m;
+  const u64 n = 3 * shoal::detail::held_column_records(sizeof(u64) + sizeof(value3), np) + 5;
+  for (u64 k = 0; k < n; ++k) m.post_insert(key_of(me, k), v(k));
+  EXPECT_EQ(m.find(key_of(me, n - 1)), std::optional<value3>(v(n - 1)));  // its column leaves before the find
+  for (u64 k = 0; k < n; ++k) {
+    switch (k % 4) {
+      case 0: m.post_insert_or_assign(key_of(me, k), v(k + 1)); break;
+      case 1: m.post_erase(key_of(me, k)); break;
+      case 2: m.post_update(key_of(me, k), [](value3& x, std::uint8_t add) { x[2] += add; }, std::uint8_t{5}); break;
+      default: m.post_insert(key_of(me, k), v(0)); break;  // present: unchanged
+    }
+  }
+  std::vector<u64> keys;
+  for (u64 k = 0; k < n; ++k) keys.push_back(key_of(me, k));
+  const auto found = m.find_batch(keys);
+  for (u64 k = 0; k < n; ++k) {
+    const std::optional<value3> expect = k % 4 == 0   ? std::optional<value3>(v(k + 1))
+                                         : k % 4 == 1 ? std::nullopt
+                                         : k % 4 == 2 ? std::optional<value3>(value3{v(k)[0], v(k)[1], 12})
+                                                      : std::optional<value3>(v(k));
+    ASSERT_EQ(found[k], expect) << "key " << k;
+  }
+  m.wait();
+  m.flush();
+  EXPECT_EQ(m.size(), static_cast<std::size_t>(n - (n + 2) / 4) * static_cast<std::size_t>(np));
+
+  // Every rank posts `per_owner` new keys to every owner, which takes `capacity` of them in all: the rejected inserts
+  // of all ranks add up to the offers beyond the capacities.
+  constexpr std::size_t capacity = 40;
+  shoal::dist_map_options options;
+  options.capacity_per_rank = capacity;
+  options.placement = shoal::key_placement::cyclic;  // key k goes to rank k mod np
+  shoal::dist_map<u64, u64> full(options);
+  const u64 per_owner = 2 * shoal::detail::held_column_records(2 * sizeof(u64), np) + 3;
+  const u64 offers = per_owner * static_cast<u64>(np);
+  for (u64 j = 0; j < offers; ++j) full.post_insert(static_cast<u64>(me) * offers + j, j);  // owner j mod np
+  u64 rejected = 0;
+  try {
+    full.wait();
+  } catch (const shoal::container_full& e) {  // "<name>: <count> fire-and-forget insert(s) ..."
+    const std::string what = e.what();
+    const std::size_t end = what.find(" fire-and-forget insert(s)");
+    ASSERT_NE(end, std::string::npos) << what;
+    rejected = std::stoull(what.substr(what.rfind(' ', end - 1) + 1, end));
+  }
+  EXPECT_EQ(shoal::allreduce(rejected, shoal::op::sum{}),
+            static_cast<u64>(np) * (static_cast<u64>(np) * per_owner - capacity));
+  full.flush();
+  EXPECT_EQ(full.local_size(), capacity);
+
+  // A failure at the owner in the middle of a column: wait() reports it; the column's other posts ran.
+  shoal::dist_map<u64, u64> counted;
+  for (u64 k = 0; k < n; ++k) counted.post_insert(key_of(me, k), k);
+  for (u64 k = 0; k < n; ++k) {
+    counted.post_update(key_of(me, k), [](u64& x) {
+      if (x == 13) throw std::runtime_error("thirteen refused");
+      x += 1000;
+    });
+  }
+  try {
+    counted.wait();
+    ADD_FAILURE() << "wait() did not report the failure";
+  } catch (const shoal::remote_error& e) {
+    EXPECT_NE(std::string(e.what()).find("thirteen refused"), std::string::npos) << e.what();
+  }
+  const auto after = counted.find_batch(keys);
+  for (u64 k = 0; k < n; ++k) EXPECT_EQ(after[k], std::optional<u64>(k == 13 ? 13 : k + 1000)) << "key " << k;
+  counted.flush();
+}
 
 // Futures of single operations live in chunks (owner_table/replies.hpp): many outstanding futures of mixed
 // operations, interleaved with other operations to the same owners, see the issue order per owner; more futures than

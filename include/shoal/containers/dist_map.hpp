@@ -46,11 +46,16 @@
 //                                        gather (up to 64) and leave as one message, when full, when one of their
 //                                        futures is tested or waited for, before anything else to that owner, at
 //                                        wait(); one reply completes them. A group of one (a blocking call) is a
-//                                        request and a reply. post_<op>: M = 1. Futures: one allocation per 64
+//                                        request and a reply. Futures: one allocation per 64. post_<op>s of plain
+//                                        bytes: M = 1 per column — held per owner, a record each, they leave as one
+//                                        message of up to 4 KiB, when full, before anything else to that owner, at
+//                                        wait() (owner_table/held_posts.hpp); other post_<op>s: M = 1
 //   single operation, owner is this rank  M = 0: grouped the same way and run here when the group leaves (inline
 //                                        at once while the futures are waited for one at a time); post_<op>s of
-//                                        plain bytes wait in a ring of 8, key prefetched, and run before anything
-//                                        else this rank issues on the map (owner_table/own_posts.hpp)
+//                                        plain bytes are held in this rank's own column the same way and run in one
+//                                        loop, keys prefetched; others (a vector of values) wait in a ring of 8, key
+//                                        prefetched (owner_table/own_posts.hpp); both run before anything else this
+//                                        rank issues to its own shard
 //   batch of n keys over d owners         M = 2d (any batch form; the owner's part of this rank runs inline, after
 //                                        the other parts left, letting MPI move them every 1,024 keys). An owner's
 //                                        part above the AM buffer (64 KiB) travels alone, received blocking.

@@ -21,6 +21,7 @@
 // fences). The public operations both containers share are in owner_container.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -39,6 +40,7 @@
 #include "shoal/containers/detail/owner_table/byte_batches.hpp"
 #include "shoal/containers/detail/owner_table/completion.hpp"
 #include "shoal/containers/detail/owner_table/groups.hpp"
+#include "shoal/containers/detail/owner_table/held_posts.hpp"
 #include "shoal/containers/detail/owner_table/own_posts.hpp"
 #include "shoal/containers/detail/owner_table/placement.hpp"
 #include "shoal/containers/detail/owner_table/replies.hpp"
@@ -85,7 +87,7 @@ class owner_table {
       : reg_(team, name), name_(std::move(name)), me_(team.rank()),
         placement_(opts, team.rank(), team.size(), name_), shard_(opts.capacity_per_rank),
         ledger_(team.size(), opts.blocking_factor), open_groups_(static_cast<std::size_t>(team.size())),
-        unsent_(static_cast<std::size_t>(team.size()), nullptr) {
+        unsent_(static_cast<std::size_t>(team.size()), nullptr), held_(static_cast<std::size_t>(team.size())) {
     reg_.register_target(this);
     id_ = reg_.slot();
     team.barrier();  // every rank registered before anyone sends
@@ -171,19 +173,44 @@ class owner_table {
   template <class Op, class... Args>
   void post(int owner, Args&&... args) {
     before_issue();
-    if constexpr (holdable_posts<shard_type, K, parameter_t<Args>...>) {
-      if (owner == me_) {  // held a few posts, key prefetched (own_posts.hpp)
-        own_posts_of<Op, parameter_t<Args>...>().add(as_parameter(std::forward<Args>(args))...);
-        return;
+    if constexpr (byte_postable<K, parameter_t<Args>...>) {  // held in the owner's column (held_posts.hpp)
+      held_posts_of<Op, parameter_t<Args>...>(owner).add(args...);
+    } else {
+      if constexpr (holdable_posts<shard_type, K, parameter_t<Args>...>) {
+        if (owner == me_) {  // held a few posts, key prefetched (own_posts.hpp)
+          own_posts_of<Op, parameter_t<Args>...>().add(as_parameter(std::forward<Args>(args))...);
+          return;
+        }
+      }
+      send_unsent(owner);
+      if (owner == me_) {
+        run_own_post<Op>(as_parameter(std::forward<Args>(args))...);
+      } else {
+        ledger_.touch(owner);
+        shoal::post(to_world(owner), on_post<Op, parameter_t<Args>...>{}, id_, std::forward<Args>(args)...);
       }
     }
-    send_unsent(owner);
+  }
+
+  /// A column of held posts leaves (held_posts.hpp): n records of Op's arguments Args..., in issue order, sent to
+  /// `owner` as one message, or run here in one loop, keys prefetched, when this rank is the owner.
+  template <class Op, class... Args>
+  void leave_held(int owner, const std::byte* records, std::uint32_t n) {
+    using record = post_record<Args...>;
     if (owner == me_) {
-      run_own_post<Op>(as_parameter(std::forward<Args>(args))...);
+      for_each_prefetched(
+          shard(), n, [&](std::size_t i) { return record::template load<0>(records + i * record::bytes); },
+          [&](std::size_t i) {
+            record::apply(records + i * record::bytes, [&](Args... a) { run_own_post<Op>(std::move(a)...); });
+          });
     } else {
       ledger_.touch(owner);
-      shoal::post(to_world(owner), on_post<Op, parameter_t<Args>...>{}, id_, std::forward<Args>(args)...);
+      std::byte* p = am::detail::reserve_bytes(to_world(owner), &on_held_posts<Op, Args...>, id_, n * record::bytes);
+      std::memcpy(p, records, n * record::bytes);
     }
+    // A loop of posts runs for milliseconds without another MPI call: the buffers on their way move meanwhile (on
+    // transports that move a large message only while both ranks call MPI; one call per column).
+    am::progress_transfers();
   }
 
   /// Runs a fire-and-forget Op on this rank's own shard now; what it rejects or raises is reported by wait().
@@ -196,10 +223,11 @@ class owner_table {
     }
   }
 
-  /// `g` left: it is no longer this rank's group not yet sent (own_posts.hpp).
-  void forget_unsent(unsent_group* g) {
-    if (unsent_[static_cast<std::size_t>(me_)] == g) unsent_[static_cast<std::size_t>(me_)] = nullptr;
+  /// `g` left: it is no longer `owner`'s group not yet sent (held_posts.hpp; own_posts.hpp: this rank's).
+  void forget_unsent(int owner, unsent_group* g) {
+    if (unsent_[static_cast<std::size_t>(owner)] == g) unsent_[static_cast<std::size_t>(owner)] = nullptr;
   }
+  void forget_unsent(unsent_group* g) { forget_unsent(me_, g); }
 
   /// Sends the operations of `chunk` from `first` on (its columns: their arguments) to its owner, as one message
   /// (one operation alone: as a single request, no columns), or runs them here when this rank owns them (groups.hpp;
@@ -592,6 +620,37 @@ class owner_table {
     return static_cast<holder&>(*own_posts_);
   }
 
+  /// The column of posts of Op for `owner`, made that owner's unsent group (a group of another kind leaves first,
+  /// issue order). Columns are kept per owner and operation type, made at an owner's first post of that type.
+  template <class Op, class... Params>
+  held_posts<owner_table, Op, Params...>& held_posts_of(int owner) {
+    using column = held_posts<owner_table, Op, Params...>;
+    const held_columns& h = held_[static_cast<std::size_t>(owner)];
+    if (h.tag == &held_posts_tag<Op, Params...> && unsent_[static_cast<std::size_t>(owner)] == h.current) [[likely]] {
+      return static_cast<column&>(*h.current);  // the stream
+    }
+    return adopt_held<Op, Params...>(owner);
+  }
+  template <class Op, class... Params>
+  [[gnu::noinline]] held_posts<owner_table, Op, Params...>& adopt_held(int owner) {
+    using column = held_posts<owner_table, Op, Params...>;
+    const void* tag = &held_posts_tag<Op, Params...>;
+    held_columns& h = held_[static_cast<std::size_t>(owner)];
+    unsent_group*& unsent = unsent_[static_cast<std::size_t>(owner)];
+    if (unsent != nullptr && (unsent != h.current || h.tag != tag)) unsent->send_unsent();
+    if (h.tag != tag) {
+      auto kind = std::find_if(h.kinds.begin(), h.kinds.end(), [&](const auto& k) { return k.first == tag; });
+      if (kind == h.kinds.end()) {
+        const std::size_t records = held_column_records(column::record::bytes, team().size());
+        kind = h.kinds.emplace(h.kinds.end(), tag, std::make_unique<column>(*this, owner, records));
+      }
+      h.current = kind->second.get();
+      h.tag = tag;
+    }
+    unsent = h.current;
+    return static_cast<column&>(*h.current);
+  }
+
   /// Sends `owner`'s group of operations not sent yet, if there is one.
   void send_unsent(int owner) {
     if (unsent_group* g = unsent_[static_cast<std::size_t>(owner)]) g->send_unsent();
@@ -815,6 +874,30 @@ class owner_table {
     }
   };
 
+  /// A column of posts (held_posts.hpp): runs Op for each record, in order, keys prefetched; what they reject or
+  /// raise is kept for the origin's next fence, as for a single post.
+  template <class Op, class... Args>
+  static void on_held_posts(std::uint32_t id, std::span<const std::byte> bytes) {
+    using record = post_record<Args...>;
+    auto& self = lookup(id);
+    if (bytes.size() % record::bytes != 0) throw error("shoal::dist_map: malformed post column (corrupt stream)");
+    const int origin = self.origin();
+    const std::byte* records = bytes.data();
+    std::uint64_t rejected = 0;
+    for_each_prefetched(
+        self.shard(), bytes.size() / record::bytes,
+        [&](std::size_t i) { return record::template load<0>(records + i * record::bytes); },
+        [&](std::size_t i) {
+          try {
+            rejected += rejected_in(record::apply(
+                records + i * record::bytes, [&](Args... a) { return Op::apply(self, origin, std::move(a)...); }));
+          } catch (const std::exception& e) {
+            self.ledger_.record_error(origin, self.failure_text(e));
+          }
+        });
+    self.ledger_.record(origin, rejected);
+  }
+
   static void on_fence(std::uint32_t id) {
     auto& self = lookup(id);
     const int origin = self.origin();
@@ -845,6 +928,13 @@ class owner_table {
   // not sent yet (at most one per owner: a group of another type leaves before one is added).
   std::vector<std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>>> open_groups_;
   std::vector<unsent_group*> unsent_;
+  // Per owner: the columns of held posts (held_posts.hpp), one per operation type, and the one posts of `tag` fill.
+  struct held_columns {
+    held_posts_base* current = nullptr;
+    const void* tag = nullptr;
+    std::vector<std::pair<const void*, std::unique_ptr<held_posts_base>>> kinds;
+  };
+  std::vector<held_columns> held_;
   cut_buffers<K> cut_buffers_;  // the working arrays of byte batches' cuts, kept between batches
   // This rank's own operations run at once (not grouped) while their futures are waited for one at a time.
   static constexpr std::uint32_t own_stream_futures = 4;

@@ -1,5 +1,7 @@
 // shoal/containers/detail/owner_table/own_posts.hpp — this rank's fire-and-forget operations on its own shard, held
-// back a few posts so that each key's place in the shard loads while the operations before it run.
+// back a few posts so that each key's place in the shard loads while the operations before it run. For posts whose
+// arguments are not all plain bytes (the multimap's vector of values); posts of plain bytes are held in columns, this
+// rank's own included (held_posts.hpp).
 //
 // A post to another owner runs there in a loop that prefetches each message's key a few messages ahead (the AM
 // layer's prefetch hint); a post to this rank's own shard used to run at once, inside the issuing loop, one cache
