@@ -273,6 +273,8 @@ class future {
   /// The future of a cell its owner keeps (cells allocated together, detail::future_cells): adds a share of the owner,
   /// which stays alive while the future does.
   explicit future(cell_type* cell) noexcept : cell_(cell) { cell_->owner().retain(); }
+  /// The same, from an owner that knows it is the cell's (no read of the cell's offset).
+  future(cell_type* cell, detail::future_owner& owner) noexcept : cell_(cell) { owner.retain(); }
 
   void check_valid() const {
     if (!cell_) throw usage_error("shoal::future: no state (default-constructed, or get() was already called)");
@@ -289,7 +291,7 @@ template <class V, std::size_t N>
 template <class T>
 auto detail::future_cells<V, N>::future_of(std::uint32_t index) {
   static_assert(std::is_same_v<future_value_t<T>, V>, "future_cells::future_of<T>: T's value type is not V");
-  return future<T>(&cells_[index]);
+  return future<T>(&cells_[index], *this);
 }
 
 /// A future that is already complete.

@@ -578,11 +578,16 @@ class owner_table {
 
   /// The open group of single operations for `owner` whose chunk type has `tag` (groups.hpp).
   layer::state_ptr<layer::counted>& open_group(int owner, const void* tag) {
-    auto& open = open_groups_[static_cast<std::size_t>(owner)];
-    for (auto& [t, c] : open) {
+    owner_groups& open = open_groups_[static_cast<std::size_t>(owner)];
+    if (open.tag == tag) [[likely]] return open.chunk;
+    if (open.tag == nullptr) {
+      open.tag = tag;
+      return open.chunk;
+    }
+    for (auto& [t, c] : open.more) {
       if (t == tag) return c;
     }
-    return open.emplace_back(tag, nullptr).second;
+    return open.more.emplace_back(tag, nullptr).second;
   }
 
   /// Op joins `owner`'s open group of Op; a group of another operation type for that owner leaves first (issue
@@ -926,7 +931,12 @@ class owner_table {
   std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>> open_chunks_;
   // Per owner: per operation type (group_chunk::tag), the open group (groups.hpp); and the group holding operations
   // not sent yet (at most one per owner: a group of another type leaves before one is added).
-  std::vector<std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>>> open_groups_;
+  struct owner_groups {
+    const void* tag = nullptr;  // the first operation type grouped for the owner, its group inline
+    layer::state_ptr<layer::counted> chunk;
+    std::vector<std::pair<const void*, layer::state_ptr<layer::counted>>> more;  // the other types'
+  };
+  std::vector<owner_groups> open_groups_;
   std::vector<unsent_group*> unsent_;
   // Per owner: the columns of held posts (held_posts.hpp), one per operation type, and the one posts of `tag` fill.
   struct held_columns {
