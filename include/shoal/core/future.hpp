@@ -270,10 +270,8 @@ class future {
  private:
   template <class V, std::size_t N>
   friend class detail::future_cells;
-  /// The future of a cell its owner keeps (cells allocated together, detail::future_cells): adds a share of the owner,
-  /// which stays alive while the future does.
-  explicit future(cell_type* cell) noexcept : cell_(cell) { cell_->owner().retain(); }
-  /// The same, from an owner that knows it is the cell's (no read of the cell's offset).
+  /// The future of a cell its owner keeps (cells allocated together, detail::future_cells): adds a share of `owner`,
+  /// the cell's, which stays alive while the future does (given by the owner: no read of the cell's offset).
   future(cell_type* cell, detail::future_owner& owner) noexcept : cell_(cell) { owner.retain(); }
 
   void check_valid() const {
