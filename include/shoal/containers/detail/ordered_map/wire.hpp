@@ -7,8 +7,8 @@
 // shoal::serializable rules: trivially copyable fields and vectors of them are plain memcpys; other types through
 // byte_writer). A field that has a `fields` list of its own is written as that list; a key_box travels
 // as its vector of dimension ranges; `bits(a, b, c)` packs bools into one byte. A vector of key-value pairs (a range
-// part) travels as its length and then each pair's key and value: one resize and a copy per pair when both are plain
-// bytes (std::pair itself is not trivially copyable, so the generic vector rule would not take it).
+// part) travels as its length and then each pair's key and value: one allocation and a copy per pair when both are
+// plain bytes (std::pair itself is not trivially copyable, so the generic vector rule would not take it).
 #pragma once
 
 #include <algorithm>
@@ -38,6 +38,58 @@ inline constexpr bool is_pair_vector<std::vector<std::pair<A, B>>> = true;
 
 template <class A, class B>
 inline constexpr bool plain_pair = trivially_serializable<A> && trivially_serializable<B>;
+
+/// Reads key-value pairs packed as a message holds them (each key's bytes, then its value's): what a vector of plain
+/// pairs is assigned from, so that it is allocated once and each pair written once (a resize would zero it first).
+template <class A, class B>
+class packed_pairs_iterator {
+ public:
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = std::pair<A, B>;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = value_type;
+  static constexpr std::size_t stride = sizeof(A) + sizeof(B);
+
+  packed_pairs_iterator() = default;
+  explicit packed_pairs_iterator(const std::byte* at) : at_(at) {}
+
+  value_type operator*() const {
+    value_type pair;
+    std::memcpy(&pair.first, at_, sizeof(A));
+    std::memcpy(&pair.second, at_ + sizeof(A), sizeof(B));
+    return pair;
+  }
+  value_type operator[](difference_type i) const { return *(*this + i); }
+  packed_pairs_iterator& operator++() { return *this += 1; }
+  packed_pairs_iterator operator++(int) {
+    auto before = *this;
+    ++*this;
+    return before;
+  }
+  packed_pairs_iterator& operator--() { return *this -= 1; }
+  packed_pairs_iterator operator--(int) {
+    auto before = *this;
+    --*this;
+    return before;
+  }
+  packed_pairs_iterator& operator+=(difference_type n) {
+    at_ += n * static_cast<difference_type>(stride);
+    return *this;
+  }
+  packed_pairs_iterator& operator-=(difference_type n) { return *this += -n; }
+  friend packed_pairs_iterator operator+(packed_pairs_iterator it, difference_type n) { return it += n; }
+  friend packed_pairs_iterator operator+(difference_type n, packed_pairs_iterator it) { return it += n; }
+  friend packed_pairs_iterator operator-(packed_pairs_iterator it, difference_type n) { return it -= n; }
+  friend difference_type operator-(const packed_pairs_iterator& a, const packed_pairs_iterator& b) {
+    return (a.at_ - b.at_) / static_cast<difference_type>(stride);
+  }
+  friend bool operator==(const packed_pairs_iterator& a, const packed_pairs_iterator& b) { return a.at_ == b.at_; }
+  friend auto operator<=>(const packed_pairs_iterator& a, const packed_pairs_iterator& b) { return a.at_ <=> b.at_; }
+
+ private:
+  const std::byte* at_ = nullptr;
+};
 
 /// Key-values still in a node's sorted arrays, written as a message's vector of pairs without being copied into one
 /// first (a range part for a client on another rank: encoded at once, while the node is unchanged).
@@ -204,12 +256,10 @@ class field_reader {
         throw error("shoal::ordered_map: truncated message (" + std::to_string(n) + " key-values announced, " +
                     std::to_string(r_.remaining()) + " bytes left)");
       }
-      items.resize(n);  // then plain copies (emplace_back kept the vector's end in memory, one store per pair)
-      const std::byte* p = r_.position();
-      for (std::size_t i = 0; i < n; ++i, p += sizeof(A) + sizeof(B)) {
-        std::memcpy(&items[i].first, p, sizeof(A));
-        std::memcpy(&items[i].second, p + sizeof(A), sizeof(B));
-      }
+      // One allocation and one write per pair (a resize zero-fills first; emplace_back kept the vector's end in
+      // memory, one store per pair).
+      const packed_pairs_iterator<A, B> first(r_.position());
+      items.assign(first, first + static_cast<std::ptrdiff_t>(n));
       r_.skip(n * (sizeof(A) + sizeof(B)));
     } else {
       items.reserve(std::min(n, r_.remaining()));  // a malformed count does not reserve more than the bytes allow
