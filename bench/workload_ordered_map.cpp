@@ -87,8 +87,8 @@ void plain_mpi_finds(const std::vector<std::int64_t>& keys, std::int64_t n, int 
 /// The range queries' results as the paper's application takes them (seeds/000 §3: each client keeps W requests
 /// outstanding and re-posts as soon as a complete reply arrives): a ring of W futures, the oldest one's key-values
 /// taken (counted) before its slot is issued again. Holding every result of a round until its end instead (10,000
-/// vectors of 1.6 KB per rank) measured the cache misses of those 16 MB rather than the map: 0.27-0.35 of the finds'
-/// rate against 0.42-0.53 with the ring, in one sitting (docs/containers/ordered_map.md, session 32).
+/// vectors of 1.6 KB per rank) measured the cache misses of those 16 MB rather than the map: 0.25-0.35 of the finds'
+/// rate against 0.39-0.48 with the ring, in one sitting (docs/containers/ordered_map.md, session 32).
 class results_ring {
  public:
   explicit results_ring(std::size_t window) : slots_(std::max<std::size_t>(window, 1)) {}
