@@ -89,8 +89,7 @@ class channel {
   /// copied into the reply's vector for this one (the node may change before the local FIFO reaches the reply).
   void post_part(int rank, reply<K, V>&& p, const pairs_source<K, V>& items) {
     if (rank == net_.rank) {
-      p.items.resize(items.keys.size());  // then plain stores: emplace_back kept the vector's end in memory
-      for (std::size_t i = 0; i < items.keys.size(); ++i) p.items[i] = {items.keys[i], items.values[i]};
+      assign_pairs(p.items, items, items.keys.size());
       local_.push_back(std::move(p));
       return;
     }

@@ -39,64 +39,82 @@ inline constexpr bool is_pair_vector<std::vector<std::pair<A, B>>> = true;
 template <class A, class B>
 inline constexpr bool plain_pair = trivially_serializable<A> && trivially_serializable<B>;
 
-/// Reads key-value pairs packed as a message holds them (each key's bytes, then its value's): what a vector of plain
-/// pairs is assigned from, so that it is allocated once and each pair written once (a resize would zero it first).
-template <class A, class B>
-class packed_pairs_iterator {
+/// Key-value pairs by index from a source that makes pair i (`source.at(i)`): what a vector of pairs is assigned from,
+/// so that it is allocated once and each pair written once (a resize would zero it first). Sources: the pairs packed
+/// in a message (packed_pairs) and the pairs still in a node's arrays (pairs_source).
+template <class Source>
+class pairs_iterator {
  public:
   using iterator_category = std::random_access_iterator_tag;
-  using value_type = std::pair<A, B>;
+  using value_type = typename Source::value_type;
   using difference_type = std::ptrdiff_t;
   using pointer = void;
   using reference = value_type;
-  static constexpr std::size_t stride = sizeof(A) + sizeof(B);
 
-  packed_pairs_iterator() = default;
-  explicit packed_pairs_iterator(const std::byte* at) : at_(at) {}
+  pairs_iterator() = default;
+  pairs_iterator(const Source& source, std::size_t i) : source_(&source), i_(static_cast<difference_type>(i)) {}
 
-  value_type operator*() const {
-    value_type pair;
-    std::memcpy(&pair.first, at_, sizeof(A));
-    std::memcpy(&pair.second, at_ + sizeof(A), sizeof(B));
-    return pair;
-  }
-  value_type operator[](difference_type i) const { return *(*this + i); }
-  packed_pairs_iterator& operator++() { return *this += 1; }
-  packed_pairs_iterator operator++(int) {
+  value_type operator*() const { return source_->at(static_cast<std::size_t>(i_)); }
+  value_type operator[](difference_type n) const { return *(*this + n); }
+  pairs_iterator& operator++() { return *this += 1; }
+  pairs_iterator operator++(int) {
     auto before = *this;
     ++*this;
     return before;
   }
-  packed_pairs_iterator& operator--() { return *this -= 1; }
-  packed_pairs_iterator operator--(int) {
+  pairs_iterator& operator--() { return *this -= 1; }
+  pairs_iterator operator--(int) {
     auto before = *this;
     --*this;
     return before;
   }
-  packed_pairs_iterator& operator+=(difference_type n) {
-    at_ += n * static_cast<difference_type>(stride);
+  pairs_iterator& operator+=(difference_type n) {
+    i_ += n;
     return *this;
   }
-  packed_pairs_iterator& operator-=(difference_type n) { return *this += -n; }
-  friend packed_pairs_iterator operator+(packed_pairs_iterator it, difference_type n) { return it += n; }
-  friend packed_pairs_iterator operator+(difference_type n, packed_pairs_iterator it) { return it += n; }
-  friend packed_pairs_iterator operator-(packed_pairs_iterator it, difference_type n) { return it -= n; }
-  friend difference_type operator-(const packed_pairs_iterator& a, const packed_pairs_iterator& b) {
-    return (a.at_ - b.at_) / static_cast<difference_type>(stride);
-  }
-  friend bool operator==(const packed_pairs_iterator& a, const packed_pairs_iterator& b) { return a.at_ == b.at_; }
-  friend auto operator<=>(const packed_pairs_iterator& a, const packed_pairs_iterator& b) { return a.at_ <=> b.at_; }
+  pairs_iterator& operator-=(difference_type n) { return *this += -n; }
+  friend pairs_iterator operator+(pairs_iterator it, difference_type n) { return it += n; }
+  friend pairs_iterator operator+(difference_type n, pairs_iterator it) { return it += n; }
+  friend pairs_iterator operator-(pairs_iterator it, difference_type n) { return it -= n; }
+  friend difference_type operator-(const pairs_iterator& a, const pairs_iterator& b) { return a.i_ - b.i_; }
+  friend bool operator==(const pairs_iterator& a, const pairs_iterator& b) { return a.i_ == b.i_; }
+  friend auto operator<=>(const pairs_iterator& a, const pairs_iterator& b) { return a.i_ <=> b.i_; }
 
  private:
-  const std::byte* at_ = nullptr;
+  const Source* source_ = nullptr;
+  difference_type i_ = 0;
+};
+
+/// Assigns pairs 0..n-1 of `source` to `out`: one allocation (when its capacity is short), one write per pair.
+template <class Source>
+void assign_pairs(std::vector<typename Source::value_type>& out, const Source& source, std::size_t n) {
+  out.assign(pairs_iterator<Source>(source, 0), pairs_iterator<Source>(source, n));
+}
+
+/// Key-value pairs of plain bytes packed as a message holds them: each key's bytes, then its value's.
+template <class A, class B>
+struct packed_pairs {
+  using value_type = std::pair<A, B>;
+  static constexpr std::size_t stride = sizeof(A) + sizeof(B);
+  const std::byte* first = nullptr;
+
+  value_type at(std::size_t i) const {
+    value_type pair;
+    std::memcpy(&pair.first, first + i * stride, sizeof(A));
+    std::memcpy(&pair.second, first + i * stride + sizeof(A), sizeof(B));
+    return pair;
+  }
 };
 
 /// Key-values still in a node's sorted arrays, written as a message's vector of pairs without being copied into one
 /// first (a range part for a client on another rank: encoded at once, while the node is unchanged).
 template <class K, class V>
 struct pairs_source {
+  using value_type = std::pair<K, V>;
   std::span<const K> keys;
   std::span<const V> values;
+
+  value_type at(std::size_t i) const { return {keys[i], values[i]}; }
 };
 
 /// Writes serializable values from the start of a buffer that is reused for every message: bytes go at a cursor, and
@@ -258,8 +276,7 @@ class field_reader {
       }
       // One allocation and one write per pair (a resize zero-fills first; emplace_back kept the vector's end in
       // memory, one store per pair).
-      const packed_pairs_iterator<A, B> first(r_.position());
-      items.assign(first, first + static_cast<std::ptrdiff_t>(n));
+      assign_pairs(items, packed_pairs<A, B>{r_.position()}, n);
       r_.skip(n * (sizeof(A) + sizeof(B)));
     } else {
       items.reserve(std::min(n, r_.remaining()));  // a malformed count does not reserve more than the bytes allow
