@@ -472,6 +472,49 @@ void send_mixed_and_check_order(std::int64_t n) {
   expect_in_order(n);
 }
 
+// A rank that sends full buffers or calls progress_transfers takes in the buffers that arrived for it (so their
+// senders' rendezvous completes) without running them, at most 2 x max_sends() queued at once (docs/am.md, "Arrivals
+// taken in while sending); they run later, each once, in every sender's order.
+TEST(Am, ArrivalsAreTakenInAheadWithoutRunningThem) {
+  if (np() < 2) GTEST_SKIP() << "a rank's buffers to itself never pass through MPI";
+  start_order_check();
+  const int left = (me() + np() - 1) % np();
+  const auto per_buffer = static_cast<std::int64_t>(shoal::am::buffer_size() / sizeof(std::int64_t));
+  const auto saved_sends = shoal::am::max_sends();
+  std::int64_t sent = 0;
+  // Four buffers to the right under a cap they do not reach, pushed out; then only progress_transfers until one of
+  // the left neighbour's four has been taken in. This rank runs nothing meanwhile (no poll, no wait at the cap), so
+  // each of them can only be taken in ahead — while this rank sends its own full buffers, or in the loop. (The plain
+  // MPI barrier: no rank starts before every rank has left the quiescence barrier, where they would run.)
+  ASSERT_EQ(MPI_Barrier(shoal::world().comm()), MPI_SUCCESS);
+  const shoal::am::statistics before = shoal::am::stats();
+  shoal::am::set_max_sends(16);
+  for (; sent < 4 * per_buffer; ++sent) shoal::post(right(), &check_order, sent);
+  shoal::am::flush();
+  shoal::am::set_max_sends(saved_sends);
+  shoal::am::statistics now = shoal::am::stats();
+  while (now.buffers_taken_ahead == before.buffers_taken_ahead) {
+    shoal::am::progress_transfers();
+    now = shoal::am::stats();
+  }
+  EXPECT_EQ(now.messages_handled, before.messages_handled);
+  EXPECT_EQ(next_expected[static_cast<std::size_t>(left)], 0);
+  // Then every rank streams to the right with a send cap of one (each full buffer sent takes arrivals in), and again
+  // with the default cap: the queue taken ahead stays within its bound, and everything runs, in order.
+  shoal::am::set_max_sends(1);
+  for (const std::int64_t end = sent + volume_scaled(40) * per_buffer; sent < end; ++sent)
+    shoal::post(right(), &check_order, sent);
+  shoal::am::set_max_sends(saved_sends);
+  for (const std::int64_t end = sent + volume_scaled(40) * per_buffer; sent < end; ++sent)
+    shoal::post(right(), &check_order, sent);
+  shoal::am::barrier();
+  EXPECT_EQ(order_violations, 0);
+  for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], s == left ? sent : 0) << s;
+  // The bound over every test of this program (none sets a cap above the default 16); the fault mode may release a
+  // held buffer per sender on top.
+  EXPECT_LE(shoal::am::stats().longest_queue_ahead, 2 * std::size_t{16} + static_cast<std::size_t>(np()));
+}
+
 // Receive slots are as large as the largest buffer any rank started with; a rank that raises its buffer size later
 // sends buffers larger than its peers' slots (announced, then received apart), a rank that lowers it sends small
 // ones. Both kinds keep their place in each pair's order.

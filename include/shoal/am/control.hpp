@@ -11,7 +11,8 @@
 //   shoal::progress()            any rank (core): receives and runs arrived messages, then flushes what they sent;
 //                                every blocking shoal call (future::wait, shoal::barrier, collectives) calls it.
 //   shoal::am::progress_transfers()  any rank, also inside a handler: lets MPI move the messages it already has
-//                                (sends under way, receives posted ahead); runs no handler and sends nothing new. For
+//                                (sends under way, receives posted ahead) and takes arrived buffers into the queue
+//                                (bounded; they run at the next progress); runs no handler and sends nothing new. For
 //                                long local loops: a large message moves only while both ranks call MPI on many
 //                                transports. shoal's own batch loops call it every transfer_stride operations.
 //
@@ -36,7 +37,8 @@ namespace shoal::am {
 /// Sends every buffered message now. Any rank (not collective); does not wait for delivery.
 inline void flush() { detail::get().flush(); }
 
-/// Lets MPI move the messages it already has; runs no handler, sends nothing new (see the header comment). Any rank.
+/// Lets MPI move the messages it already has and takes arrived buffers in (they run at the next progress); runs no
+/// handler, sends nothing new (see the header comment). Any rank.
 inline void progress_transfers() { detail::get().progress_transfers(); }
 
 /// How many operations a long local loop of shoal's (a batch's part at its owner) runs between two
@@ -87,10 +89,15 @@ struct statistics {
   std::uint64_t messages_sent = 0;     ///< messages appended to a buffer (rpc replies included)
   std::uint64_t messages_handled = 0;  ///< handlers run to completion here
   std::uint64_t buffers_sent = 0;      ///< MPI messages sent (aggregated buffers)
+  /// Received buffers taken into the queue ahead of running them, by a rank sending full buffers or calling
+  /// progress_transfers (docs/am.md, "Arrivals taken in while sending"), and the longest such a take left that queue
+  /// (at most 2 × max_sends() at the time, plus what the test-only fault mode releases at once).
+  std::uint64_t buffers_taken_ahead = 0;
+  std::uint64_t longest_queue_ahead = 0;
 };
 inline statistics stats() {
   auto& e = detail::get();
-  return {e.sent(), e.handled(), e.buffers_sent()};
+  return {e.sent(), e.handled(), e.buffers_sent(), e.buffers_taken_ahead(), e.longest_queue_ahead()};
 }
 
 }  // namespace shoal::am

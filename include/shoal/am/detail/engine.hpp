@@ -152,11 +152,13 @@ class engine {
     }
   }
 
-  /// Lets MPI move what it already has — the outstanding sends and the receives posted ahead — and nothing else: no
-  /// handler runs, no buffer is sent or taken. For long local loops (a batch's own part): on transports where a
-  /// large message moves in pieces only while both ranks call MPI (Open MPI's shared memory without CMA, TCP and
-  /// most networks across hosts), a rank that computes for milliseconds would otherwise hold its peer's transfer.
+  /// Lets MPI move what it already has — the outstanding sends and the receives posted ahead — and takes in the
+  /// buffers that arrived (take_arrivals); nothing else: no handler runs, no buffer is sent. For long local loops (a
+  /// batch's own part): on transports where a large message moves in pieces only while both ranks call MPI (Open
+  /// MPI's shared memory without CMA, TCP and most networks across hosts), a rank that computes for milliseconds would
+  /// otherwise hold its peer's transfer.
   void progress_transfers() {
+    take_arrivals();
     if (sends_.size() > 0) {
       sends_.test();
     } else {
@@ -273,6 +275,10 @@ class engine {
   /// what the handler wrote (equal again only after 2^32 nested loops inside one handler call).
   std::uint32_t loop_epoch() const { return loop_epoch_; }
   std::uint64_t buffers_sent() const { return buffers_sent_; }
+  /// Arrived buffers take_arrivals moved into the queue, and the longest it left the queue (at most arrivals_ahead(),
+  /// plus what the fault mode releases at once: it takes nothing into a queue that long).
+  std::uint64_t buffers_taken_ahead() const { return taken_ahead_; }
+  std::uint64_t longest_queue_ahead() const { return longest_ahead_; }
   /// Received buffers the fault mode held back for at least one step (0 without SHOAL_FAULTS).
   std::uint64_t buffers_delayed() const { return faults_ ? faults_->delayed() : 0; }
 
@@ -393,7 +399,27 @@ class engine {
     }
     o = outbox{.limit = next, .listed = o.listed};
     ++buffers_sent_;
+    if (full) take_arrivals();
   }
+
+  /// Moves the buffers that have arrived into the queue (they run at the next progress step, not here) and posts
+  /// their receive slots again, up to a queue of arrivals_ahead() buffers. Called by a rank busy sending a stream or
+  /// computing (send of a full buffer, progress_transfers). A rendezvous send (a buffer above the transport's eager
+  /// limit: Open MPI's shared memory sends 4 KiB at once) completes only once its receive is posted; a rank that
+  /// takes nothing in while it streams its own parts leaves at most `posted` receives for its peers, whose sends then
+  /// stall at their cap until it next polls — milliseconds in an owner-computes exchange where every rank also works
+  /// on its own part (docs/am.md, "Arrivals taken in while sending").
+  void take_arrivals() {
+    bool took = false;
+    while (rxq_.size() < arrivals_ahead() && receive_one()) {
+      ++taken_ahead_;
+      took = true;
+    }
+    if (took) longest_ahead_ = std::max<std::uint64_t>(longest_ahead_, rxq_.size());
+  }
+  /// Buffers the send path takes in ahead of running them: twice the send cap (bounded memory, max_sends × 2 ×
+  /// buffer_size; enough that a peer streaming at its own cap never waits on this rank's sends).
+  std::size_t arrivals_ahead() const { return 2 * max_sends_; }
 
   /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
   /// bounded); inside a handler, or while post_each holds a buffer, they are only queued, never run from a send path.
@@ -404,7 +430,7 @@ class engine {
     shoal::layer::backoff pause;
     while (sends_.size() >= max_sends_) {
       const bool got = receive_one();
-      if (got && depth_ == 0 && held_ < 0) run_queue();
+      if (!rxq_.empty() && depth_ == 0 && held_ < 0) run_queue();  // also what take_arrivals queued earlier
       const std::size_t before = sends_.size();
       sends_.test();
       pause(got || sends_.size() < before);
@@ -491,6 +517,8 @@ class engine {
   std::uint32_t team_ = 0;  // see team()
   message_counts counts_;   // for quiescence (see sent())
   std::uint64_t buffers_sent_ = 0;
+  std::uint64_t taken_ahead_ = 0;
+  std::uint64_t longest_ahead_ = 0;
   std::uint64_t replies_ = 0;  // rpc replies taken: a step that completed one returns to the waits
   std::uint32_t loop_epoch_ = 0;
 
