@@ -2,7 +2,9 @@
 //
 // With m = ceil(sqrt(C-1)), x = i·m + j and A^x ≡ B ⇔ A^j ≡ B·(A^-m)^i. Baby steps: every rank inserts its share of
 // (A^j → j), j < m, in batches of `batch` steps (insert_or_update_batch with min, run at the owner: one message per
-// owner and batch; the owner keeps the smallest j of a repeated power), into shards reserved for their share. Giant
+// owner and batch; the owner keeps the smallest j of a repeated power), into shards reserved for their share. The
+// keys are residues mod C spread evenly over their range, so a power's owner is the power modulo the number of ranks
+// (key_placement::cyclic, CSE_Hash's k % p) — as balanced as hashing it, without the hash. Giant
 // steps in rounds: in round t rank r evaluates B·(A^-m)^i for the `chunk` values of i starting at (t·p + r)·chunk
 // and looks them up with find_batch in batches of `batch` keys, all in flight at once; an allreduce(min) ends the
 // search at the first round with a match, which holds the smallest i — so the answer is the smallest x, the same at
@@ -30,17 +32,21 @@ struct parallel_result {
 };
 
 /// `chunk`: giant steps per rank and round; `batch`: keys per batch operation (one message per owner each), small
-/// enough that an owner's part fits one active-message buffer (64 KiB; a larger message travels apart, announced,
-/// and the owner receives it blocking: at 2 ranks, batches of 16,384 baby steps took 2-5x longer than of 2,048).
+/// enough that an owner's part fits one active-message buffer (64 KiB; at 2 ranks a part of 4,096 baby steps is
+/// 32 KiB; a larger message travels apart, announced, and the owner receives it blocking: at 2 ranks, batches of
+/// 16,384 baby steps took 2-5x longer than of 2,048), large enough that a batch's fixed costs stay small (4,096
+/// against 2,048: 3-5% less time to solve, docs/apps/bsgs.md).
 template <class Family = shoal::local::flat>
-parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14, u64 batch = 1 << 11) {
+parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14, u64 batch = 1 << 12) {
   constexpr u64 none = std::numeric_limits<u64>::max();  // "no match" for the allreduce(min)
   const u64 m = step_count(c);
   const auto me = static_cast<u64>(shoal::rank());
   const auto np = static_cast<u64>(shoal::size());
   if (batch == 0) batch = chunk;
   parallel_result out;
-  shoal::dist_map<u64, u64, Family> baby;
+  shoal::dist_map_options options;
+  options.placement = shoal::key_placement::cyclic;
+  shoal::dist_map<u64, u64, Family> baby(options);
 
   shoal::barrier();
   double t0 = MPI_Wtime();
