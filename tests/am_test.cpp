@@ -474,7 +474,7 @@ void send_mixed_and_check_order(std::int64_t n) {
 
 // A rank that sends full buffers or calls progress_transfers takes in the buffers that arrived for it (so their
 // senders' rendezvous completes) without running them, at most 2 x max_sends() queued at once (docs/am.md, "Arrivals
-// taken in while sending); they run later, each once, in every sender's order.
+// taken in while sending"); they run later, each once, in every sender's order.
 TEST(Am, ArrivalsAreTakenInAheadWithoutRunningThem) {
   if (np() < 2) GTEST_SKIP() << "a rank's buffers to itself never pass through MPI";
   start_order_check();

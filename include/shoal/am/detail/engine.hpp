@@ -417,8 +417,8 @@ class engine {
     }
     if (took) longest_ahead_ = std::max<std::uint64_t>(longest_ahead_, rxq_.size());
   }
-  /// Buffers the send path takes in ahead of running them: twice the send cap (bounded memory, max_sends × 2 ×
-  /// buffer_size; enough that a peer streaming at its own cap never waits on this rank's sends).
+  /// Buffers the send path takes in ahead of running them: twice the send cap (bounded memory, 2 × max_sends ×
+  /// buffer_size; about what a peer streaming at its own cap sends while this rank works on a batch's own part).
   std::size_t arrivals_ahead() const { return 2 * max_sends_; }
 
   /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
