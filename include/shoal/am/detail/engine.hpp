@@ -410,12 +410,9 @@ class engine {
   /// stall at their cap until it next polls — milliseconds in an owner-computes exchange where every rank also works
   /// on its own part (docs/am.md, "Arrivals taken in while sending").
   void take_arrivals() {
-    bool took = false;
-    while (rxq_.size() < arrivals_ahead() && receive_one()) {
-      ++taken_ahead_;
-      took = true;
-    }
-    if (took) longest_ahead_ = std::max<std::uint64_t>(longest_ahead_, rxq_.size());
+    const std::uint64_t before = taken_ahead_;
+    while (rxq_.size() < arrivals_ahead() && receive_one()) ++taken_ahead_;
+    if (taken_ahead_ != before) longest_ahead_ = std::max<std::uint64_t>(longest_ahead_, rxq_.size());
   }
   /// Buffers the send path takes in ahead of running them: twice the send cap (bounded memory, 2 × max_sends ×
   /// buffer_size; about what a peer streaming at its own cap sends while this rank works on a batch's own part).
