@@ -839,15 +839,23 @@ class owner_table {
   template <class Op, class Done, class Failed, class... Args>
   static void run_each(owner_table& self, int origin, Done&& done, Failed&& failed,
                        std::span<const Args>... columns) {
+    using wire = typename Op::wire;  // default-constructible: groups hold only such results (groups.hpp)
     for_each_prefetched(self.shard(), std::get<0>(std::tie(columns...)), [&](std::size_t at) {
       const auto i = static_cast<std::uint32_t>(at);
-      std::optional<typename Op::wire> result;
-      try {
-        result.emplace(Op::apply(self, origin, columns[at]...));
-      } catch (const std::exception& e) {
-        failed(i, self.failure_text(e));
-      }
-      if (result) done(i, std::move(*result));
+      bool threw = false;
+      // The result is returned, not emplaced into an optional beside a flag: a small one (std::optional<V>) then
+      // stays whole in a register, where an optional around it was written in parts on the stack and read back in
+      // one load, which the store buffer cannot forward (a stall per operation).
+      wire result = [&]() -> wire {
+        try {
+          return Op::apply(self, origin, columns[at]...);
+        } catch (const std::exception& e) {
+          failed(i, self.failure_text(e));
+          threw = true;
+          return wire{};
+        }
+      }();
+      if (!threw) [[likely]] done(i, std::move(result));
     });
   }
 
