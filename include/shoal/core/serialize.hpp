@@ -214,11 +214,14 @@ class byte_reader {
   }
 
  private:
+  // The check inlines into every read (the message decoders keep the reader in registers); the throw, with its
+  // string, stays out of line.
   void need(std::size_t n) const {
-    if (static_cast<std::size_t>(end_ - pos_) < n) {
-      throw error("shoal: truncated serialized data (needed " + std::to_string(n) + " bytes, " +
-                  std::to_string(end_ - pos_) + " left)");
-    }
+    if (static_cast<std::size_t>(end_ - pos_) < n) [[unlikely]] throw_truncated(n);
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void throw_truncated(std::size_t n) const {
+    throw error("shoal: truncated serialized data (needed " + std::to_string(n) + " bytes, " +
+                std::to_string(end_ - pos_) + " left)");
   }
   const std::byte* pos_;
   const std::byte* end_;
