@@ -63,6 +63,26 @@ TEST(Serialize, RoundTripsInOrder) {
   EXPECT_THROW(r.read<int>(), shoal::error);
 }
 
+// Reading past the end (a plain value, or a vector whose length claims more than is left) is an error that says how
+// many bytes were needed and how many were left; a plain value that does not fit leaves the reader where it was.
+TEST(Serialize, TruncatedDataIsAClearError) {
+  std::vector<std::byte> buf;
+  shoal::byte_writer w(buf);
+  w.write(std::vector<std::uint32_t>{1, 2, 3});
+  buf.resize(buf.size() - 4);  // the vector's last element cut off
+  shoal::byte_reader r(buf);
+  try {
+    r.read<std::vector<std::uint32_t>>();
+    FAIL() << "a truncated vector was read";
+  } catch (const shoal::error& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated serialized data (needed 12 bytes, 8 left)"), std::string::npos)
+        << e.what();
+  }
+  shoal::byte_reader small(std::span<const std::byte>(buf.data(), 2));
+  EXPECT_THROW(small.read<std::uint32_t>(), shoal::error);
+  EXPECT_EQ(small.remaining(), 2u);
+}
+
 TEST(Hash, SameOnEveryRankAndSeeded) {
   const auto h = shoal::hash_value(std::string("kmer"));
   auto all = shoal::allgather(h);

@@ -443,7 +443,8 @@ class engine {
   /// call is one step of their delays; true also when a held buffer was released). The queue's entry is made in place
   /// from the received buffer's fields: a move of a whole rx_buffer just written reads some of its fields in wider
   /// loads than they were stored with, which the store buffer cannot forward (a stall of a dozen cycles or more on
-  /// every buffer; about 12% of an rpc to this rank itself, docs/am.md session 34).
+  /// every buffer; measured on the same move in send()'s self-addressed path: about 12% of an rpc to this rank
+  /// itself, docs/am.md session 34).
   bool receive_one() {
     const bool released = faults_ && (faults_->step(), faults_->release(queue()));
     std::optional<rx_buffer> got = receives_.next();
