@@ -904,6 +904,51 @@ TEST(dist_map, futures_for_one_owner_travel_and_complete_as_groups) {
   m.flush();
 }
 
+// A group's size follows what its futures and arguments take (groups.hpp): 256 small operations, a few large ones;
+// bool values and large plain values travel in groups (their columns and results as bytes) and come back whole.
+TEST(dist_map, groups_of_bool_and_large_values) {
+  using big = std::array<u64, 300>;  // 2,400 bytes: a handful per group
+  static_assert(shoal::detail::group_capacity<std::optional<u64>, u64> == shoal::detail::future_chunk_size);
+  static_assert(shoal::detail::group_capacity<std::optional<big>, u64> < 8);
+  const int me = shoal::rank();
+  const int np = shoal::size();
+  const int target = (me + 1) % np;
+  shoal::dist_map<u64, bool> flags;
+  shoal::dist_map<u64, big> bigs;
+  std::vector<u64> keys;  // this rank's keys owned by `target` in both maps (the same placement)
+  for (u64 k = 0; keys.size() < 40; ++k) {
+    if (flags.owner(key_of(me, k)) == target) keys.push_back(key_of(me, k));
+  }
+  const auto big_of = [](u64 k) {
+    big b;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = k * 1000 + i;
+    return b;
+  };
+  std::vector<shoal::future<bool>> put_flags, put_bigs;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    put_flags.push_back(flags.async_insert(keys[i], i % 3 == 0));
+    put_bigs.push_back(bigs.async_insert(keys[i], big_of(keys[i])));
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_TRUE(put_flags[i].get()) << "key " << i;
+    EXPECT_TRUE(put_bigs[i].get()) << "key " << i;
+  }
+  std::vector<shoal::future<std::optional<bool>>> got_flags;
+  std::vector<shoal::future<std::optional<big>>> got_bigs;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    got_flags.push_back(flags.async_find(keys[i]));
+    got_bigs.push_back(bigs.async_find(keys[i]));
+    got_bigs.push_back(bigs.async_find(keys[i] + (u64{1} << 31)));  // absent
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(got_flags[i].get(), std::optional<bool>(i % 3 == 0)) << "key " << i;
+    EXPECT_EQ(got_bigs[2 * i].get(), std::optional<big>(big_of(keys[i]))) << "key " << i;
+    EXPECT_EQ(got_bigs[2 * i + 1].get(), std::nullopt) << "key " << i;
+  }
+  flags.flush();
+  bigs.flush();
+}
+
 // A key whose hash in the owner's table throws for one value (placement hashes its bytes, so the throw happens at the
 // owner, in the middle of a batch's part).
 struct picky_key {

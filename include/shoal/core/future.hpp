@@ -171,7 +171,7 @@ template <class V, std::size_t N>
 class future_cells : public future_owner {
  public:
   using cell_type = future_cell<V>;
-  static_assert(sizeof(future_owner) + N * sizeof(cell_type) < 65536,
+  static_assert(sizeof(future_owner) + alignof(cell_type) + (N - 1) * sizeof(cell_type) < 65536,
                 "future_cells: a cell's offset in its owner must fit 16 bits; allocate fewer cells together");
 
   future_cells() noexcept {

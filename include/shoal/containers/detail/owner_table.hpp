@@ -24,6 +24,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -243,21 +244,27 @@ class owner_table {
     if (unsent_[static_cast<std::size_t>(owner)] == &chunk) unsent_[static_cast<std::size_t>(owner)] = nullptr;
     std::apply(
         [&](const auto&... column) {
+          const auto n = static_cast<std::uint32_t>(std::get<0>(std::tie(column...)).size());
           if (owner == me_) {
-            if (waited && std::get<0>(std::tie(column...)).size() == 1) own_at_once_ = true;
-            run_each<op>(*this, me_, [&](std::uint32_t i, auto&& w) { chunk.arrive(std::move(w), first + i); },
-                         [&](std::uint32_t i, std::string what) {
-                           chunk.fail(std::make_exception_ptr(remote_error(std::move(what))), first + i);
-                         },
-                         column...);
+            if (waited && n == 1) own_at_once_ = true;
+            run_each<op>(
+                *this, me_, n, [&](std::size_t i) { return std::tuple<const typename Columns::value_type&...>(column[i]...); },
+                [&](std::uint32_t i, auto&& w) { chunk.arrive(std::move(w), first + i); },
+                [&](std::uint32_t i, std::string what) {
+                  chunk.fail(std::make_exception_ptr(remote_error(std::move(what))), first + i);
+                });
             return;
           }
           const std::uint32_t slot = add_pending(&chunk, layer::state_ptr<layer::counted>(&chunk), first);
-          if (std::get<0>(std::tie(column...)).size() == 1) {
+          if (n == 1) {
             shoal::post(to_world(owner), on_call<op, typename Columns::value_type...>{}, id_, slot, column[0]...);
-          } else {
-            shoal::post(to_world(owner), on_group<op, typename Columns::value_type...>{}, id_, slot, column...);
+            return;
           }
+          std::byte* p = am::detail::reserve_bytes(to_world(owner), &on_group_bytes<op, typename Columns::value_type...>,
+                                                   id_, byte_batch_header::bytes + (column.size_bytes() + ...));
+          byte_batch_header{slot, n}.write(p);
+          p += byte_batch_header::bytes;
+          ((std::memcpy(static_cast<void*>(p), column.data(), column.size_bytes()), p += column.size_bytes()), ...);
         },
         columns);
   }
@@ -817,55 +824,88 @@ class owner_table {
     p.target->fail(std::make_exception_ptr(remote_error(what)), p.part);
   }
 
-  /// A group of single operations (groups.hpp): runs them in order, keys prefetched, and answers with one message
-  /// (an operation that throws is answered first, by its own message).
+  /// A group of single operations (groups.hpp): runs them in order where their arguments arrived, keys prefetched,
+  /// and answers with one message (an operation that throws is answered first, by its own message). The results are
+  /// gathered on the stack and the reply reserved after the loop: an operation may itself send (a user's update).
   template <class Op, class... Args>
-  struct on_group {
-    void operator()(std::uint32_t id, std::uint32_t slot, const std::vector<Args>&... columns) const {
-      auto& self = lookup(id);
-      const int origin = self.origin();
-      std::vector<result_cell<typename Op::wire>> results(std::get<0>(std::tie(columns...)).size());
-      run_each<Op>(self, origin, [&](std::uint32_t i, auto&& w) { results[i] = std::move(w); },
-                   [&](std::uint32_t i, std::string what) {
-                     shoal::post(self.to_world(origin), &on_group_error, id, slot, i, std::move(what));
-                   },
-                   std::span<const Args>(columns)...);
-      shoal::post(self.to_world(origin), on_group_reply<typename Op::wire>{}, id, slot, results);
+  static void on_group_bytes(std::uint32_t id, std::span<const std::byte> bytes) {
+    using codec = result_codec<typename Op::wire>;
+    constexpr std::size_t most = future_chunk_size;
+    auto& self = lookup(id);
+    const int origin = self.origin();
+    const byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
+    const std::size_t n = h.word;
+    if (n > most || bytes.size() != byte_batch_header::bytes + n * (sizeof(Args) + ...)) {
+      throw error("shoal::dist_map: malformed group request (corrupt stream)");
     }
-  };
-
-  /// Runs a group's operations in order for `origin` (keys: the first column, prefetched as a batch's):
-  /// done(i, result) for each that returned, failed(i, what) for each that threw.
-  template <class Op, class Done, class Failed, class... Args>
-  static void run_each(owner_table& self, int origin, Done&& done, Failed&& failed,
-                       std::span<const Args>... columns) {
-    using wire = typename Op::wire;  // default-constructible: groups hold only such results (groups.hpp)
-    for_each_prefetched(self.shard(), std::get<0>(std::tie(columns...)), [&](std::size_t at) {
-      const auto i = static_cast<std::uint32_t>(at);
-      bool threw = false;
-      // The result is returned, not emplaced into an optional beside a flag: a small one (std::optional<V>) then
-      // stays whole in a register, where an optional around it was written in parts on the stack and read back in
-      // one load, which the store buffer cannot forward (a stall per operation).
-      wire result = [&]() -> wire {
-        try {
-          return Op::apply(self, origin, columns[at]...);
-        } catch (const std::exception& e) {
-          failed(i, self.failure_text(e));
-          threw = true;
-          return wire{};
-        }
-      }();
-      if (!threw) [[likely]] done(i, std::move(result));
-    });
+    std::array<const std::byte*, sizeof...(Args)> columns;
+    const std::byte* at = bytes.data() + byte_batch_header::bytes;
+    std::size_t c = 0;
+    ((columns[c++] = at, at += n * sizeof(Args)), ...);
+    // Written in full below (failed operations as empty results); on the stack unless a group's results are large.
+    constexpr bool on_stack = most * codec::bytes <= 16384;
+    std::conditional_t<on_stack, std::array<std::byte, on_stack ? most * codec::bytes : 1>, std::vector<std::byte>>
+        results;
+    if constexpr (!on_stack) results.resize(n * codec::bytes);
+    run_each<Op>(
+        self, origin, n,
+        [&](std::size_t i) {
+          return [&]<std::size_t... C>(std::index_sequence<C...>) {
+            return std::tuple<Args...>(load_record<Args>(columns[C], i)...);
+          }(std::index_sequence_for<Args...>{});
+        },
+        [&](std::uint32_t i, auto&& w) { codec::write(results.data(), n, i, w); },
+        [&](std::uint32_t i, std::string what) {
+          codec::write(results.data(), n, i, typename Op::wire{});
+          shoal::post(self.to_world(origin), &on_group_error, id, h.slot, i, std::move(what));
+        });
+    std::byte* reply = am::detail::reserve_bytes(self.to_world(origin), &on_group_reply<typename Op::wire>, id,
+                                                 byte_batch_header::bytes + n * codec::bytes);
+    byte_batch_header{h.slot, h.word}.write(reply);
+    std::memcpy(reply + byte_batch_header::bytes, results.data(), n * codec::bytes);
   }
 
+  /// Runs n operations of a group in order for `origin` (args_at(i): the arguments of operation i, a tuple whose
+  /// first is its key, prefetched as a batch's): done(i, result) for each that returned, failed(i, what) for each
+  /// that threw.
+  template <class Op, class ArgsAt, class Done, class Failed>
+  static void run_each(owner_table& self, int origin, std::size_t n, ArgsAt&& args_at, Done&& done,
+                       Failed&& failed) {
+    using wire = typename Op::wire;  // default-constructible: groups hold only such results (groups.hpp)
+    for_each_prefetched(
+        self.shard(), n, [&](std::size_t i) { return std::get<0>(args_at(i)); },
+        [&](std::size_t at) {
+          const auto i = static_cast<std::uint32_t>(at);
+          bool threw = false;
+          // The result is returned, not emplaced into an optional beside a flag: a small one (std::optional<V>) then
+          // stays whole in a register, where an optional around it was written in parts on the stack and read back
+          // in one load, which the store buffer cannot forward (a stall per operation).
+          wire result = [&]() -> wire {
+            try {
+              return std::apply([&](const auto&... a) { return Op::apply(self, origin, a...); }, args_at(at));
+            } catch (const std::exception& e) {
+              failed(i, self.failure_text(e));
+              threw = true;
+              return wire{};
+            }
+          }();
+          if (!threw) [[likely]] done(i, std::move(result));
+        });
+  }
+
+  /// A group's reply (groups.hpp): its results, read where they arrived into the group's futures.
   template <class Wire>
-  struct on_group_reply {
-    void operator()(std::uint32_t id, std::uint32_t slot, std::vector<result_cell<Wire>> results) const {
-      pending p = lookup(id).take_pending(slot);
-      static_cast<group_receiver<Wire>*>(p.target)->arrive_group(std::move(results), p.part);
+  static void on_group_reply(std::uint32_t id, std::span<const std::byte> bytes) {
+    auto& self = lookup(id);
+    const byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
+    if (h.slot >= self.pending_.size() ||
+        bytes.size() != byte_batch_header::bytes + std::size_t{h.word} * result_codec<Wire>::bytes) {
+      throw error("shoal::dist_map: malformed group reply (corrupt stream)");
     }
-  };
+    pending p = self.take_pending(h.slot);
+    static_cast<group_receiver<Wire>*>(p.target)->arrive_group(bytes.data() + byte_batch_header::bytes, h.word,
+                                                                p.part);
+  }
 
   /// Operation `index` of a group failed at its owner (the group's reply follows).
   static void on_group_error(std::uint32_t id, std::uint32_t slot, std::uint32_t index, std::string what) {

@@ -6,36 +6,38 @@
 // ready), or before anything else this rank sends that owner (a post, a batch, an operation of another type, wait,
 // flush) — so operations still reach their owner in issue order. The owner runs a group in one loop (keys
 // prefetched, as a batch) and answers with one message, which completes the group's futures. owner_table decides when
-// a group leaves and sends it; this file holds the chunk and the types on the wire.
+// a group leaves and sends it; this file holds the chunk.
+// Wire (AM byte messages, as byte_batches.hpp's): request [u32 slot][u32 count][each argument column: count values],
+// read by the owner where it arrived; reply [u32 slot][u32 count][count results (result_codec)], read by the origin
+// where it arrived. An operation that throws at its owner is answered first by a message of its own (its future
+// fails); its place in the reply holds an empty result, which the origin skips. A group of one travels as a single
+// request (owner_table::on_call).
 #pragma once
 
 #include <array>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
+#include "shoal/containers/detail/owner_table/byte_batches.hpp"
 #include "shoal/containers/detail/owner_table/replies.hpp"
+#include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/layer.hpp"
 
 namespace shoal::detail {
 
-/// How a result travels in a group's reply: std::vector<bool> is not an array of bools, so a bool goes as a byte.
-template <class T>
-using result_cell = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
-
-/// Operations that travel in groups: arguments and result whose bytes are the value (columns of them are copied as
-/// raw bytes), no bool argument (a column of bools would be a std::vector<bool>), a result that can be made empty
+/// Operations that travel in groups: arguments and result whose bytes are the value (a group travels as a byte
+/// message: its argument columns, then in the reply its results, result_codec), a result that can be made empty
 /// before the owner fills it in.
 template <class Wire, class... Args>
-concept groupable =
-    std::is_trivially_copyable_v<result_cell<Wire>> && std::default_initializable<Wire> &&
-    ((std::is_trivially_copyable_v<Args> && std::default_initializable<Args> && !std::is_same_v<Args, bool>) && ...);
+concept groupable = std::is_trivially_copyable_v<Wire> && std::default_initializable<Wire> &&
+                    ((std::is_trivially_copyable_v<Args> && std::default_initializable<Args>) && ...);
 
 /// One argument column of a chunk: room for every operation's argument, left uninitialized until an operation
 /// writes its place (the chunk is allocated per 64 operations; zeroing its columns would be a second pass).
@@ -56,25 +58,33 @@ struct unsent_group {
   ~unsent_group() = default;
 };
 
-/// Receives the reply of a group: the results of its operations first .. first + results.size() - 1, in order (or of
-/// one operation that went alone: receiver<Wire>::arrive).
+/// Receives the reply of a group: the results of its operations first .. first + n - 1, in order, encoded by
+/// result_codec<Wire> from `results` on (any alignment, in the AM buffer); or of one operation that went alone
+/// (receiver<Wire>::arrive).
 template <class Wire>
 struct group_receiver : receiver<Wire> {
-  virtual void arrive_group(std::vector<result_cell<Wire>>&& results, std::uint32_t first) = 0;
+  virtual void arrive_group(const std::byte* results, std::uint32_t n, std::uint32_t first) = 0;
 
  protected:
   ~group_receiver() = default;
 };
 
-/// Up to future_chunk_size operations Op of one origin for one owner, and their futures (Convert: Op::wire -> R).
+/// Operations per group of Op with arguments Args and futures of R: a cell and the arguments per operation
+/// (future_chunk_cells).
+template <class R, class... Args>
+inline constexpr std::uint32_t group_capacity = future_chunk_cells(future_cell_bytes<R> + (sizeof(Args) + ... + 0));
+
+/// Up to group_capacity operations Op of one origin for one owner, and their futures (Convert: Op::wire -> R).
 /// Operations are added at the end, their arguments in the chunk's columns; the ones not sent yet (first_unsent_ ..
 /// used_) leave together through Table::send_group, which sends those parts of the columns. Waiting for or testing a
 /// future whose operation has not left sends it.
 template <class Table, class Op, class R, class Convert, class... Args>
-class group_chunk final : public reply_cells<typename Op::wire, R, Convert, group_receiver<typename Op::wire>>,
+class group_chunk final : public reply_cells<typename Op::wire, R, Convert, group_capacity<R, Args...>,
+                                             group_receiver<typename Op::wire>>,
                           public unsent_group {
   using wire = typename Op::wire;
-  using cells = layer::future_cells<R, future_chunk_size>;
+  static constexpr std::uint32_t capacity = group_capacity<R, Args...>;
+  using cells = layer::future_cells<R, capacity>;
 
  public:
   using op = Op;
@@ -83,7 +93,7 @@ class group_chunk final : public reply_cells<typename Op::wire, R, Convert, grou
   group_chunk(Table& table, int owner) : table_(&table), owner_(owner) {}
 
   int owner() const { return owner_; }
-  bool full() const { return used_ == future_chunk_size; }
+  bool full() const { return used_ == capacity; }
 
   /// Appends an operation; its future shares ownership of the chunk.
   template <class... A>
@@ -112,16 +122,17 @@ class group_chunk final : public reply_cells<typename Op::wire, R, Convert, grou
     for (std::uint32_t i = std::exchange(first_unsent_, used_); i < used_; ++i) this->set_error(i, e);
   }
 
-  void arrive_group(std::vector<result_cell<wire>>&& results, std::uint32_t first) override {
-    for (std::uint32_t i = 0; i < results.size(); ++i) {
-      if (!this->cell_done(first + i)) this->arrive(wire(std::move(results[i])), first + i);
+  void arrive_group(const std::byte* results, std::uint32_t n, std::uint32_t first) override {
+    if (n > used_ - first) throw error("shoal::dist_map: malformed group reply (corrupt stream)");
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (!this->cell_done(first + i)) this->arrive(result_codec<wire>::read(results, n, i), first + i);
     }  // (a done one failed at the owner: its error came first)
   }
 
  private:
   Table* table_;
   int owner_;
-  std::tuple<argument_column<Args, future_chunk_size>...> columns_;  // the operations' arguments, one column each
+  std::tuple<argument_column<Args, capacity>...> columns_;  // the operations' arguments, one column each
   std::uint32_t used_ = 0;
   std::uint32_t first_unsent_ = 0;
 };

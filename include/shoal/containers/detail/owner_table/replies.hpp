@@ -7,6 +7,7 @@
 // owner sent) into the future's value, or turns an owner's failure into the future's error.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -49,14 +50,25 @@ struct receiver : receiver_base {
   ~receiver() = default;
 };
 
-/// Futures of single operations issued together.
-inline constexpr std::uint32_t future_chunk_size = 64;
+/// The most futures of single operations allocated together (a chunk), and so the largest group (groups.hpp).
+inline constexpr std::uint32_t future_chunk_size = 256;
 
-/// The cells of up to future_chunk_size futures of type R (one allocation), completed from what owners send back
-/// (Wire, turned into R by Convert, which may throw: an insert the owner had no room for, ...). Shared by the chunks
-/// of operations that go alone (future_chunk) and of groups (groups.hpp, whose Receiver also takes a group's reply).
-template <class Wire, class R, class Convert, class Receiver = receiver<Wire>>
-class reply_cells : public layer::future_cells<R, future_chunk_size>, public Receiver {
+/// Futures in a chunk whose futures take `bytes` each (a cell, and in a group the operation's arguments):
+/// future_chunk_size, fewer for large values, so that a chunk stays near 16 KiB. Groups of 256 rather than 64 halve
+/// the per-group costs of a stream of futures (sending, dispatch, the reply; docs/containers/dist_map.md, session 35);
+/// beyond 256 the gain was within the noise while a chunk outlives its last held future.
+inline constexpr std::uint32_t future_chunk_cells(std::size_t bytes) {
+  return static_cast<std::uint32_t>(std::clamp<std::size_t>(16384 / bytes, 1, future_chunk_size));
+}
+/// The bytes of one future's cell of type R.
+template <class R>
+inline constexpr std::size_t future_cell_bytes = sizeof(typename layer::future_cells<R, 1>::cell_type);
+
+/// The cells of up to N futures of type R (one allocation), completed from what owners send back (Wire, turned into
+/// R by Convert, which may throw: an insert the owner had no room for, ...). Shared by the chunks of operations that
+/// go alone (future_chunk) and of groups (groups.hpp, whose Receiver also takes a group's reply).
+template <class Wire, class R, class Convert, std::uint32_t N, class Receiver = receiver<Wire>>
+class reply_cells : public layer::future_cells<R, N>, public Receiver {
  public:
   void arrive(Wire&& w, std::uint32_t index) override {
     try {
@@ -68,15 +80,17 @@ class reply_cells : public layer::future_cells<R, future_chunk_size>, public Rec
   void fail(std::exception_ptr e, std::uint32_t index) override { this->set_error(index, std::move(e)); }
 };
 
-/// The futures of up to future_chunk_size single operations of one type that go alone; each reply completes its own.
+/// The futures of single operations of one type that go alone; each reply completes its own.
 template <class Wire, class R, class Convert>
-class future_chunk final : public reply_cells<Wire, R, Convert> {
-  using cells = layer::future_cells<R, future_chunk_size>;
+class future_chunk final
+    : public reply_cells<Wire, R, Convert, future_chunk_cells(future_cell_bytes<R>)> {
+  static constexpr std::uint32_t capacity = future_chunk_cells(future_cell_bytes<R>);
+  using cells = layer::future_cells<R, capacity>;
 
  public:
   static inline const char tag = 0;  // its address names the chunk type (owner_table keeps one open chunk per type)
 
-  bool full() const { return used_ == future_chunk_size; }
+  bool full() const { return used_ == capacity; }
   /// Takes the next cell; its index is the `part` of the request's reply.
   std::uint32_t next() { return used_++; }
   /// The future of cell `index`, sharing ownership of the chunk.
