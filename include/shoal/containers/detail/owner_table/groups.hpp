@@ -2,7 +2,7 @@
 //
 // A future-returning operation for another rank is not sent on its own: it joins its owner's open group (its
 // arguments appended to the group's columns, its future a cell in the group's chunk) and the group leaves as one
-// message when it holds future_chunk_size operations, when one of its futures is waited for or tested (get, wait,
+// message when it holds group_capacity operations, when one of its futures is waited for or tested (get, wait,
 // ready), or before anything else this rank sends that owner (a post, a batch, an operation of another type, wait,
 // flush) — so operations still reach their owner in issue order. The owner runs a group in one loop (keys
 // prefetched, as a batch) and answers with one message, which completes the group's futures. owner_table decides when

@@ -54,9 +54,9 @@ struct receiver : receiver_base {
 inline constexpr std::uint32_t future_chunk_size = 256;
 
 /// Futures in a chunk whose futures take `bytes` each (a cell, and in a group the operation's arguments):
-/// future_chunk_size, fewer for large values, so that a chunk stays near 16 KiB. Groups of 256 rather than 64 halve
-/// the per-group costs of a stream of futures (sending, dispatch, the reply; docs/containers/dist_map.md, session 35);
-/// beyond 256 the gain was within the noise while a chunk outlives its last held future.
+/// future_chunk_size, fewer for large values, so that a chunk stays near 16 KiB. Groups of 256 rather than 64 pay a
+/// group's message, dispatch and reply a quarter as often in a stream of futures (docs/containers/dist_map.md, session
+/// 35); 512 measured within the noise of 256, and a chunk stays allocated while any of its futures is held.
 inline constexpr std::uint32_t future_chunk_cells(std::size_t bytes) {
   return static_cast<std::uint32_t>(std::clamp<std::size_t>(16384 / bytes, 1, future_chunk_size));
 }
