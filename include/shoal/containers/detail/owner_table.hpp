@@ -247,9 +247,11 @@ class owner_table {
           const auto n = static_cast<std::uint32_t>(std::get<0>(std::tie(column...)).size());
           if (owner == me_) {
             if (waited && n == 1) own_at_once_ = true;
+            const auto args_at = [&](std::size_t i) {
+              return std::tuple<const typename Columns::value_type&...>(column[i]...);
+            };
             run_each<op>(
-                *this, me_, n, [&](std::size_t i) { return std::tuple<const typename Columns::value_type&...>(column[i]...); },
-                [&](std::uint32_t i, auto&& w) { chunk.arrive(std::move(w), first + i); },
+                *this, me_, n, args_at, [&](std::uint32_t i, auto&& w) { chunk.arrive(std::move(w), first + i); },
                 [&](std::uint32_t i, std::string what) {
                   chunk.fail(std::make_exception_ptr(remote_error(std::move(what))), first + i);
                 });
@@ -260,8 +262,9 @@ class owner_table {
             shoal::post(to_world(owner), on_call<op, typename Columns::value_type...>{}, id_, slot, column[0]...);
             return;
           }
-          std::byte* p = am::detail::reserve_bytes(to_world(owner), &on_group_bytes<op, typename Columns::value_type...>,
-                                                   id_, byte_batch_header::bytes + (column.size_bytes() + ...));
+          std::byte* p =
+              am::detail::reserve_bytes(to_world(owner), &on_group_bytes<op, typename Columns::value_type...>, id_,
+                                        byte_batch_header::bytes + (column.size_bytes() + ...));
           byte_batch_header{slot, n}.write(p);
           p += byte_batch_header::bytes;
           ((std::memcpy(static_cast<void*>(p), column.data(), column.size_bytes()), p += column.size_bytes()), ...);

@@ -40,7 +40,7 @@ concept groupable = std::is_trivially_copyable_v<Wire> && std::default_initializ
                     ((std::is_trivially_copyable_v<Args> && std::default_initializable<Args>) && ...);
 
 /// One argument column of a chunk: room for every operation's argument, left uninitialized until an operation
-/// writes its place (the chunk is allocated per 64 operations; zeroing its columns would be a second pass).
+/// writes its place (the chunk is allocated per group; zeroing its columns would be a second pass).
 template <class T, std::size_t N>
 struct argument_column {
   argument_column() {}  // NOLINT: deliberately leaves `at` uninitialized
