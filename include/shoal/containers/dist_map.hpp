@@ -43,10 +43,11 @@
 //                                        collective  flush first, then every rank's shard
 // Cost (M messages, B barriers; messages are aggregated per owner, so M counts appended messages, not MPI sends):
 //   single operation, owner remote       M = 2 per group: async_<op>s of plain-byte keys and values to one owner
-//                                        gather (up to 64) and leave as one message, when full, when one of their
-//                                        futures is tested or waited for, before anything else to that owner, at
-//                                        wait(); one reply completes them. A group of one (a blocking call) is a
-//                                        request and a reply. Futures: one allocation per 64. post_<op>s of plain
+//                                        gather (up to 256, fewer for large values) and leave as one byte message,
+//                                        when full, when one of their futures is tested or waited for, before
+//                                        anything else to that owner, at wait(); one reply completes them. A group
+//                                        of one (a blocking call) is a request and a reply. Futures: one allocation
+//                                        per chunk of up to 256 (fewer for large values). post_<op>s of plain
 //                                        bytes: M = 1 per column — held per owner, a record each, they leave as one
 //                                        message of up to 4 KiB, when full, before anything else to that owner, at
 //                                        wait() (owner_table/held_posts.hpp); other post_<op>s: M = 1
