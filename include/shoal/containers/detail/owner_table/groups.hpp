@@ -83,8 +83,9 @@ class group_chunk final : public reply_cells<typename Op::wire, R, Convert, grou
                                              group_receiver<typename Op::wire>>,
                           public unsent_group {
   using wire = typename Op::wire;
-  static constexpr std::uint32_t capacity = group_capacity<R, Args...>;
-  using cells = layer::future_cells<R, capacity>;
+  using base = reply_cells<wire, R, Convert, group_capacity<R, Args...>, group_receiver<wire>>;
+  using typename base::cells;
+  using base::capacity;
 
  public:
   using op = Op;

@@ -70,6 +70,9 @@ inline constexpr std::size_t future_cell_bytes = sizeof(typename layer::future_c
 template <class Wire, class R, class Convert, std::uint32_t N, class Receiver = receiver<Wire>>
 class reply_cells : public layer::future_cells<R, N>, public Receiver {
  public:
+  static constexpr std::uint32_t capacity = N;
+  using cells = layer::future_cells<R, N>;
+
   void arrive(Wire&& w, std::uint32_t index) override {
     try {
       this->set_value(index, Convert{}(std::move(w)));
@@ -82,10 +85,10 @@ class reply_cells : public layer::future_cells<R, N>, public Receiver {
 
 /// The futures of single operations of one type that go alone; each reply completes its own.
 template <class Wire, class R, class Convert>
-class future_chunk final
-    : public reply_cells<Wire, R, Convert, future_chunk_cells(future_cell_bytes<R>)> {
-  static constexpr std::uint32_t capacity = future_chunk_cells(future_cell_bytes<R>);
-  using cells = layer::future_cells<R, capacity>;
+class future_chunk final : public reply_cells<Wire, R, Convert, future_chunk_cells(future_cell_bytes<R>)> {
+  using base = reply_cells<Wire, R, Convert, future_chunk_cells(future_cell_bytes<R>)>;
+  using typename base::cells;
+  using base::capacity;
 
  public:
   static inline const char tag = 0;  // its address names the chunk type (owner_table keeps one open chunk per type)
