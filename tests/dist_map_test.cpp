@@ -383,9 +383,10 @@ TEST(dist_map, blocking_factor_and_cyclic_placement) {
   EXPECT_THROW((shoal::dist_map<std::string, int>(bad)), shoal::usage_error);
 }
 
-// Cyclic placement takes keys modulo the number of owners without a division (fixed_divisor): the same remainder as
-// the division for every kind of divisor (1, powers of two, odd, near 2^32 and 2^64) and numerator (edges, random).
-TEST(dist_map, cyclic_placement_remainder_is_the_division_remainder) {
+// Cyclic placement takes keys modulo the number of owners, hash_map's placement divides a slot by the block size,
+// both without a division instruction (fixed_divisor): the same quotient and remainder as the division for every kind
+// of divisor (1, powers of two, odd, near 2^32 and 2^64) and numerator (edges, random).
+TEST(dist_map, fixed_divisor_agrees_with_division) {
   std::vector<std::uint64_t> divisors;
   for (std::uint64_t d = 1; d <= 130; ++d) divisors.push_back(d);
   for (std::uint64_t d : {std::uint64_t{1} << 31, (std::uint64_t{1} << 32) - 1, (std::uint64_t{1} << 32) + 1,
@@ -399,7 +400,10 @@ TEST(dist_map, cyclic_placement_remainder_is_the_division_remainder) {
     std::vector<std::uint64_t> xs = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, ~std::uint64_t{0}, ~std::uint64_t{0} - 1,
                                      std::uint64_t{0xFFFFFFFF}, std::uint64_t{1} << 32};
     for (int i = 0; i < 2000; ++i) xs.push_back(i % 2 ? rng() : rng() >> (rng() % 64));
-    for (std::uint64_t x : xs) ASSERT_EQ(fd.remainder(x), x % d) << x << " mod " << d;
+    for (std::uint64_t x : xs) {
+      ASSERT_EQ(fd.remainder(x), x % d) << x << " mod " << d;
+      ASSERT_EQ(fd.quotient(x), x / d) << x << " / " << d;
+    }
   }
 }
 

@@ -119,11 +119,14 @@ class hash_map : private detail::hash_map_table<K, V> {
   using table::key_of;
   using table::local_count;
   using table::me;
+  using table::own_;
   using table::parts_;
   using table::placement;
   using table::probe;
+  using table::probe_positions;
   using table::probes_;
   using table::reg_;
+  using table::set_parts;
   using table::status_of;
   using table::throw_full;
   using table::value_of;
@@ -242,13 +245,13 @@ class hash_map : private detail::hash_map_table<K, V> {
   /// a key of another rank).
   void local_prefetch(const key_type& key) const {
     const auto where = placement(key);
-    if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(parts_[me()].local() + where.home, 1);
+    if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(own_ + where.home, 1);
   }
 
   /// Entries in this rank's part (exact when no operation is in flight). Any rank, no communication.
   std::size_t local_size() const {
     std::size_t n = 0;
-    const bucket* base = parts_[me()].local();
+    const bucket* base = own_;
     for (std::size_t i = 0; i < local_count(me()); ++i) n += slot::state_of(base[i].status) == slot::ready_state;
     return n;
   }
@@ -276,7 +279,7 @@ class hash_map : private detail::hash_map_table<K, V> {
     team().barrier();
     std::vector<entry> live;
     std::vector<stored_key> tombstones;
-    const bucket* base = parts_[me()].local();
+    const bucket* base = own_;
     for (std::size_t i = 0; i < local_count(me()); ++i) {
       const auto state = slot::state_of(base[i].status);
       if (state == slot::ready_state) live.push_back(base[i].e);
@@ -300,9 +303,7 @@ class hash_map : private detail::hash_map_table<K, V> {
     if (team().allreduce(failure.empty() ? 0 : 1, op::max{}) != 0) {
       team().barrier();
       free_part(parts_);
-      parts_ = std::move(old_parts);
-      capacity_ = old_capacity;
-      this->block_ = old_block;
+      set_parts(std::move(old_parts), old_capacity, old_block);
       throw container_full(failure.empty() ? "shoal::hash_map::resize: another rank's block overflowed at capacity " +
                                                  std::to_string(new_capacity) + "; choose a larger capacity"
                                            : failure);
@@ -414,8 +415,8 @@ class hash_map : private detail::hash_map_table<K, V> {
     }
     const auto probe_key = key_storage::probe(key);
     bool inserted = false;
-    const bool placed = probe(where, [&](global_ptr<bucket> gb) {
-      bucket& b = *gb.local();
+    const bool placed = probe_positions(where, [&](std::size_t pos) {
+      bucket& b = own_[pos];
       switch (slot::state_of(b.status)) {
         case slot::free_state:
           b.e.key = key_storage::encode(key, blobs_.get());

@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -84,16 +85,17 @@ class hash_map_buffer {
     std::string failure;
     std::vector<record> records;
     for (const auto& m : exchange_.complete()) {
+      const std::span<const std::byte> payload = m.payload();
       if constexpr (fixed_records) {  // records read in place, at fixed offsets
-        const std::size_t n = m.payload.size() / record_bytes;
-        auto at = [&](std::size_t i) { return m.payload.data() + i * record_bytes; };
+        const std::size_t n = payload.size() / record_bytes;
+        auto at = [&](std::size_t i) { return payload.data() + i * record_bytes; };
         apply_records(n, [&](std::size_t i) { return load<key_type>(at(i) + 1); },
                       [&](std::size_t i) { return record{load<std::uint8_t>(at(i)), load<key_type>(at(i) + 1),
                                                          load<mapped_type>(at(i) + 1 + sizeof(key_type))}; },
                       inserted, failure);
       } else {
         records.clear();
-        byte_reader r(m.payload);
+        byte_reader r(payload);
         while (r.remaining() > 0) {
           const auto op = r.read<std::uint8_t>();
           auto key = r.read<key_type>();
@@ -147,7 +149,7 @@ class hash_map_buffer {
       rec[0] = static_cast<std::byte>(op);
       std::memcpy(rec + 1, &key, sizeof(key_type));
       std::memcpy(rec + 1 + sizeof(key_type), &value, sizeof(mapped_type));
-      exchange_.append(map_.owner(key), [&](byte_writer& w) { w.write_bytes(rec, record_bytes); });
+      exchange_.append_bytes(map_.owner(key), rec, record_bytes);
     } else {
       exchange_.append(map_.owner(key), [&](byte_writer& w) {
         w.write(op);

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "shoal/containers/detail/fixed_divisor.hpp"
 #include "shoal/containers/detail/stored.hpp"
 #include "shoal/containers/storage.hpp"
 #include "shoal/core/registration.hpp"
@@ -58,8 +59,9 @@ class hash_map_table {
     if (uses_blobs) blobs_ = std::make_unique<blob_heap>(team);
   }
   hash_map_table(hash_map_table&& o) noexcept
-      : seed_(o.seed_), capacity_(o.capacity_), block_(o.block_), parts_(std::exchange(o.parts_, {})),
-        blobs_(std::move(o.blobs_)), probes_(o.probes_), reg_(std::move(o.reg_)) {}
+      : seed_(o.seed_), capacity_(o.capacity_), block_(o.block_), by_block_(o.by_block_),
+        parts_(std::exchange(o.parts_, {})), own_(std::exchange(o.own_, nullptr)), blobs_(std::move(o.blobs_)),
+        probes_(o.probes_), reg_(std::move(o.reg_)) {}
 
   std::size_t me() const { return static_cast<std::size_t>(reg_.rank()); }
   const shoal::team& table_team() const noexcept { return reg_.team(); }
@@ -67,14 +69,22 @@ class hash_map_table {
   /// Collective over the team: parts for `capacity` buckets in total, cleared.
   void allocate_parts(std::size_t capacity) {
     const auto p = static_cast<std::size_t>(table_team().size());
-    capacity_ = capacity;
-    block_ = (capacity + p - 1) / p;
-    parts_ = reg_.allocate_collective<bucket>(block_);
-    std::memset(static_cast<void*>(parts_[me()].local()), 0, block_ * sizeof(bucket));
+    const std::size_t block = (capacity + p - 1) / p;
+    set_parts(reg_.allocate_collective<bucket>(block), capacity, block);
+    std::memset(static_cast<void*>(own_), 0, block_ * sizeof(bucket));
     table_team().barrier();
+  }
+  /// Takes `parts` (team rank r's block of `block` buckets at parts[r], `capacity` buckets in all) as the table.
+  void set_parts(std::vector<global_ptr<bucket>> parts, std::size_t capacity, std::size_t block) {
+    parts_ = std::move(parts);
+    capacity_ = capacity;
+    block_ = block;
+    by_block_ = fixed_divisor(block);
+    own_ = parts_[me()].local();
   }
   void free_part(std::vector<global_ptr<bucket>>& parts) {
     if (!parts.empty()) reg_.deallocate(parts[me()]);
+    if (&parts == &parts_) own_ = nullptr;
     parts.clear();
   }
 
@@ -88,7 +98,7 @@ class hash_map_table {
     reg_.check();
     const std::uint64_t h = hash_value(key, seed_);
     const auto slot = static_cast<std::uint64_t>((static_cast<unsigned __int128>(h) * capacity_) >> 64);
-    const auto r = static_cast<std::size_t>(slot / block_);
+    const auto r = static_cast<std::size_t>(by_block_.quotient(slot));
     return place{static_cast<int>(r), static_cast<std::size_t>(slot - r * block_), local_count(r)};
   }
   global_ptr<bucket> home_bucket(const place& where) const {
@@ -99,15 +109,20 @@ class hash_map_table {
   /// Triangular probing (home + i(i+1)/2) over the next power of two visits every bucket of the part exactly once.
   template <class Visit>
   bool probe(const place& where, Visit&& visit) const {
+    const auto part = parts_[static_cast<std::size_t>(where.rank)];
+    return probe_positions(where, [&](std::size_t pos) { return visit(part + static_cast<std::ptrdiff_t>(pos)); });
+  }
+  /// probe's sequence as bucket positions in the part (visit(pos)): the owner's plain-store paths index own_.
+  template <class Visit>
+  bool probe_positions(const place& where, Visit&& visit) const {
     const std::uint64_t span = std::bit_ceil(static_cast<std::uint64_t>(where.count));
     const std::uint64_t mask = span - 1;
     std::uint64_t pos = where.home;
-    const auto part = parts_[static_cast<std::size_t>(where.rank)];
     for (std::uint64_t i = 0; i < span; ++i) {
       pos = (pos + i) & mask;
       if (pos >= where.count) continue;
       ++probes_;
-      if (visit(part + static_cast<std::ptrdiff_t>(pos))) return true;
+      if (visit(static_cast<std::size_t>(pos))) return true;
     }
     return false;
   }
@@ -132,7 +147,9 @@ class hash_map_table {
   std::uint64_t seed_;
   std::size_t capacity_ = 0;
   std::size_t block_ = 0;
+  fixed_divisor by_block_;  // slot -> owner without a division instruction
   std::vector<global_ptr<bucket>> parts_;
+  bucket* own_ = nullptr;  // this rank's part, parts_[me()].local()
   std::unique_ptr<blob_heap> blobs_;
   mutable std::uint64_t probes_ = 0;
   // Declared last, destroyed first: the team's barrier, then this rank's part; then blobs_ frees its blobs.

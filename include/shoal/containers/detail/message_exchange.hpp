@@ -4,7 +4,8 @@
 // appends records to a per-destination outbox; when the outbox reaches `message_bytes` it is shipped: one fetch_add
 // on the destination's tail reserves a slot (A), one put writes header and payload (W). A reservation past the last
 // slot fails without writing anything, so a mailbox never holds a gap; the message then waits in the sender's
-// pending list (order kept) and is shipped in a later round of complete().
+// pending list (order kept; the outbox takes a new buffer) and is shipped in a later round of complete(). Records for
+// this rank itself are kept where they were appended.
 //
 // complete() is collective: rounds of (ship outboxes and pending messages, barrier, copy the own mailbox out and
 // reset it, allreduce "anything still pending?") until nothing is pending anywhere; it then returns every message
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,10 +43,15 @@ class message_exchange {
   };
   static constexpr std::size_t header_bytes = sizeof(header);
 
+  /// A message received: its source, its place in the source's order, its payload (bytes [first, first + size) of
+  /// `bytes`: messages this rank kept for itself still hold their header).
   struct message {
     int source;
     std::uint32_t seq;
-    std::vector<std::byte> payload;
+    std::unique_ptr<std::byte[]> bytes;
+    std::size_t first = 0;
+    std::size_t size = 0;
+    std::span<const std::byte> payload() const { return {bytes.get() + first, size}; }
   };
 
   /// Collective over `team`: every rank of the team hosts `slots` slots of `message_bytes` payload bytes. Ranks
@@ -65,7 +72,6 @@ class message_exchange {
     pending_.resize(static_cast<std::size_t>(p));
     seq_.assign(static_cast<std::size_t>(p), 0);
     full_.assign(static_cast<std::size_t>(p), false);
-    for (auto& o : outbox_) o.resize(header_bytes);
     team.barrier();
   }
   message_exchange(const message_exchange&) = delete;
@@ -74,38 +80,30 @@ class message_exchange {
   std::size_t message_bytes() const { return message_bytes_; }
   const shoal::team& team() const noexcept { return reg_.team(); }
 
-  /// Appends one record to the outbox for `dest`; `write(byte_writer&)` serializes it. Ships the outbox when the
-  /// record would overflow `message_bytes`. Local unless a message is shipped (then A + W).
+  /// Appends one record of n bytes to the outbox for `dest`. Ships the outbox first when the record would overflow
+  /// `message_bytes`, and when the record fills it. Local unless a message is shipped (then A + W).
+  void append_bytes(int dest, const void* record, std::size_t n) {
+    outbox& box = outbox_[static_cast<std::size_t>(dest)];
+    if (n > box.room || !box.data) [[unlikely]] make_room(dest, n);
+    std::memcpy(box.data.get() + box.used, record, n);
+    box.used += n;
+    box.room -= n;
+    if (box.room == 0) ship(dest);
+  }
+
+  /// Appends one record to the outbox for `dest`; `write(byte_writer&)` serializes it (then as append_bytes).
   template <class Write>
   void append(int dest, Write&& write) {
-    auto& box = outbox_[static_cast<std::size_t>(dest)];
-    const std::size_t before = box.size();
-    byte_writer w(box);
+    record_.clear();
+    byte_writer w(record_);
     write(w);
-    const std::size_t payload = box.size() - header_bytes;
-    if (payload < message_bytes_) return;
-    if (payload == message_bytes_) {
-      ship(dest);
-      return;
-    }
-    const std::size_t record = box.size() - before;
-    if (record > message_bytes_) {
-      box.resize(before);
-      throw usage_error(std::string(name_) + ": one record needs " + std::to_string(record) +
-                        " bytes, more than message_bytes = " + std::to_string(message_bytes_) +
-                        "; raise the message_bytes option");
-    }
-    std::vector<std::byte> rest(box.begin() + static_cast<std::ptrdiff_t>(before), box.end());
-    box.resize(before);
-    ship(dest);
-    auto& fresh = outbox_[static_cast<std::size_t>(dest)];
-    fresh.insert(fresh.end(), rest.begin(), rest.end());
+    append_bytes(dest, record_.data(), record_.size());
   }
 
   /// True when this rank holds records or messages not yet delivered.
   bool has_unsent() const {
     for (std::size_t d = 0; d < outbox_.size(); ++d) {
-      if (outbox_[d].size() > header_bytes || !pending_[d].empty()) return true;
+      if (outbox_[d].used > header_bytes || !pending_[d].empty()) return true;
     }
     return false;
   }
@@ -117,7 +115,7 @@ class message_exchange {
       std::fill(full_.begin(), full_.end(), false);
       for (int d = 0; d < p; ++d) {
         ship_pending(d);
-        if (outbox_[static_cast<std::size_t>(d)].size() > header_bytes) ship(d);
+        if (outbox_[static_cast<std::size_t>(d)].used > header_bytes) ship(d);
       }
       reg_.team().barrier();
       drain_own_mailbox();
@@ -133,46 +131,67 @@ class message_exchange {
   }
 
  private:
-  void ship(int dest) {
-    auto& box = outbox_[static_cast<std::size_t>(dest)];
-    auto* h = reinterpret_cast<header*>(box.data());
-    h->bytes = box.size() - header_bytes;
-    h->source = static_cast<std::uint32_t>(me_);
-    h->seq = seq_[static_cast<std::size_t>(dest)]++;
-    std::vector<std::byte> msg;
-    msg.reserve(header_bytes + message_bytes_);
-    msg.resize(header_bytes);
-    msg.swap(box);
-    if (dest == me_) {
-      keep(std::move(msg));
-      return;
+  /// A message being written or waiting to ship: header + records in `data` (header_bytes + message_bytes_ bytes,
+  /// made at the first record), `used` bytes of them written, `room` payload bytes left (0 without a buffer).
+  struct outbox {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t used = header_bytes;
+    std::size_t room = 0;
+  };
+
+  // append_bytes' slow path: a record larger than a message, the outbox's first record, or a full outbox.
+  void make_room(int dest, std::size_t n) {
+    if (n > message_bytes_) {
+      throw usage_error(std::string(name_) + ": one record needs " + std::to_string(n) +
+                        " bytes, more than message_bytes = " + std::to_string(message_bytes_) +
+                        "; raise the message_bytes option");
     }
+    if (outbox_[static_cast<std::size_t>(dest)].used > header_bytes) ship(dest);
+    outbox& box = outbox_[static_cast<std::size_t>(dest)];
+    if (!box.data) {
+      box.data = std::make_unique_for_overwrite<std::byte[]>(header_bytes + message_bytes_);
+      box.used = header_bytes;
+      box.room = message_bytes_;
+    }
+  }
+
+  // Closes the outbox for `dest` into a message: kept (this rank), put into the mailbox (the outbox is reused), or
+  // queued behind earlier ones (the outbox takes a new buffer at its next record).
+  void ship(int dest) {
+    outbox& box = outbox_[static_cast<std::size_t>(dest)];
+    const header h{box.used - header_bytes, static_cast<std::uint32_t>(me_), seq_[static_cast<std::size_t>(dest)]++};
+    std::memcpy(box.data.get(), &h, header_bytes);
     auto& queue = pending_[static_cast<std::size_t>(dest)];
-    queue.push_back(std::move(msg));
-    ship_pending(dest);
+    if (dest == me_) {
+      received_.push_back(message{me_, h.seq, std::move(box.data), header_bytes, h.bytes});
+    } else if (queue.empty() && try_put(dest, box)) {
+      box.used = header_bytes;
+      box.room = message_bytes_;
+      return;
+    } else {
+      queue.push_back(std::move(box));
+    }
+    box = outbox{};
   }
 
   // Ships this rank's pending messages to `dest` in order until the mailbox is full.
   void ship_pending(int dest) {
     auto& queue = pending_[static_cast<std::size_t>(dest)];
-    while (!queue.empty() && !full_[static_cast<std::size_t>(dest)]) {
-      const auto slot = fetch_add(tails_[static_cast<std::size_t>(dest)], std::uint64_t{1});
-      if (slot >= slots_) {  // full until its owner drains it at complete()
-        full_[static_cast<std::size_t>(dest)] = true;
-        return;
-      }
-      const auto& msg = queue.front();
-      auto target = boxes_[static_cast<std::size_t>(dest)] + static_cast<std::ptrdiff_t>(slot * slot_stride_);
-      put(target, msg.data(), msg.size());
-      queue.pop_front();
-    }
+    while (!queue.empty() && try_put(dest, queue.front())) queue.pop_front();
   }
 
-  void keep(std::vector<std::byte> msg) {
-    header h;
-    std::memcpy(&h, msg.data(), header_bytes);
-    msg.erase(msg.begin(), msg.begin() + header_bytes);
-    received_.push_back(message{static_cast<int>(h.source), h.seq, std::move(msg)});
+  // Reserves a slot in dest's mailbox and writes the message there; false (nothing written) when the mailbox is full
+  // until its owner drains it at complete().
+  bool try_put(int dest, const outbox& msg) {
+    if (full_[static_cast<std::size_t>(dest)]) return false;
+    const auto slot = fetch_add(tails_[static_cast<std::size_t>(dest)], std::uint64_t{1});
+    if (slot >= slots_) {
+      full_[static_cast<std::size_t>(dest)] = true;
+      return false;
+    }
+    auto target = boxes_[static_cast<std::size_t>(dest)] + static_cast<std::ptrdiff_t>(slot * slot_stride_);
+    put(target, msg.data.get(), msg.used);
+    return true;
   }
 
   void drain_own_mailbox() {
@@ -183,8 +202,9 @@ class message_exchange {
       auto slot = box + static_cast<std::ptrdiff_t>(s * slot_stride_);
       header h;
       get(slot.reinterpret<header>(), &h, 1);
-      message m{static_cast<int>(h.source), h.seq, std::vector<std::byte>(h.bytes)};
-      get(slot + static_cast<std::ptrdiff_t>(header_bytes), m.payload.data(), h.bytes);
+      if (h.bytes > message_bytes_) throw error(std::string(name_) + ": malformed mailbox message (corrupt stream)");
+      message m{static_cast<int>(h.source), h.seq, std::make_unique_for_overwrite<std::byte[]>(h.bytes), 0, h.bytes};
+      get(slot + static_cast<std::ptrdiff_t>(header_bytes), m.bytes.get(), h.bytes);
       received_.push_back(std::move(m));
     }
     atomic_store(tail, std::uint64_t{0});
@@ -198,11 +218,12 @@ class message_exchange {
   std::size_t slot_stride_ = 0;
   std::vector<global_ptr<std::uint64_t>> tails_;
   std::vector<global_ptr<std::byte>> boxes_;
-  std::vector<std::vector<std::byte>> outbox_;  // header placeholder + records, per destination
-  std::vector<std::deque<std::vector<std::byte>>> pending_;
+  std::vector<outbox> outbox_;  // per destination
+  std::vector<std::deque<outbox>> pending_;
   std::vector<std::uint32_t> seq_;
   std::vector<bool> full_;  // a reservation failed this round: do not try again before the owner drains
   std::vector<message> received_;
+  std::vector<std::byte> record_;  // append's serialized record
 };
 
 }  // namespace shoal::detail

@@ -13,11 +13,11 @@
 // An operation is a struct with `using wire = <result type on the wire>` and
 // `static wire apply(owner_table&, int origin, args...)`; it runs at the owner (inline when the owner is this rank).
 //
-// Its parts, one job each (owner_table/): placement.hpp (which rank owns a key; the layout), remainder.hpp (key mod
-// owners without a division, for cyclic placement), shard.hpp (the owner's local table and its entry count),
-// replies.hpp (receivers that turn replies into futures), groups.hpp (single operations to one owner that travel
-// and complete together), held_posts.hpp (fire-and-forget operations of plain bytes held per owner in columns that
-// travel, or run here, a column at a time), own_posts.hpp (this rank's other fire-and-forget operations on its own
+// Its parts, one job each (owner_table/): placement.hpp (which rank owns a key; the layout: cyclic placement takes key
+// mod owners with ../fixed_divisor.hpp, no division instruction), shard.hpp (the owner's local table and its entry
+// count), replies.hpp (receivers that turn replies into futures), groups.hpp (single operations to one owner that
+// travel and complete together), held_posts.hpp (fire-and-forget operations of plain bytes held per owner in columns
+// that travel, or run here, a column at a time), own_posts.hpp (this rank's other fire-and-forget operations on its own
 // shard, held a few posts), batches.hpp (cutting a batch by owner, merging the replies, the prefetched loop at the
 // owner), byte_batches.hpp (find and erase batches of plain bytes), completion.hpp (the bookkeeping of wait and
 // fences). The public operations both containers share are in owner_container.hpp.

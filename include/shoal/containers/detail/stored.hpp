@@ -59,7 +59,7 @@ class blob_heap {
   /// Collective: returns released blobs to their owners, who free them.
   void reclaim() {
     for (const auto& m : returns_.complete()) {
-      byte_reader r(m.payload);
+      byte_reader r(m.payload());
       while (r.remaining() > 0) free_mine(r.read<std::uint64_t>());
     }
   }

@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "shoal/containers/detail/owner_table/remainder.hpp"
+#include "shoal/containers/detail/fixed_divisor.hpp"
 #include "shoal/containers/dist_map_options.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/hash.hpp"
