@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "shoal/containers/detail/fixed_divisor.hpp"
 #include "shoal/core/registration.hpp"
 #include "shoal/core/error.hpp"
 #include "shoal/core/hash.hpp"
@@ -83,13 +84,15 @@ class bloom_filter {
     const auto p = static_cast<std::size_t>(team.size());
     blocks_ = (bits + block_bits - 1) / block_bits;
     per_rank_ = (blocks_ + p - 1) / p;
+    by_rank_ = detail::fixed_divisor(per_rank_);
     parts_ = reg_.allocate_collective<std::uint64_t>(per_rank_);
+    own_ = parts_[static_cast<std::size_t>(reg_.rank())].local();
     local_clear();
     team.barrier();
   }
   bloom_filter(bloom_filter&& o) noexcept
       : reg_(std::move(o.reg_)), k_(o.k_), seed_(o.seed_), blocks_(o.blocks_), per_rank_(o.per_rank_),
-        parts_(std::exchange(o.parts_, {})) {}
+        by_rank_(o.by_rank_), parts_(std::exchange(o.parts_, {})), own_(std::exchange(o.own_, nullptr)) {}
   bloom_filter(const bloom_filter&) = delete;
   bloom_filter& operator=(const bloom_filter&) = delete;
   bloom_filter& operator=(bloom_filter&&) = delete;
@@ -97,43 +100,43 @@ class bloom_filter {
   std::size_t bits() const { return blocks_ * block_bits; }
   const shoal::team& team() const noexcept { return reg_.team(); }
   /// The team rank that holds v's block.
-  int owner(const T& v) const { return static_cast<int>(block_of(hash_value(v, seed_)) / per_rank_); }
+  int owner(const T& v) const { return static_cast<int>(by_rank_.quotient(block_of(hash_value(v, seed_)))); }
   std::size_t blocks() const { return blocks_; }
   unsigned k() const { return k_; }
 
   /// Adds v. Returns true when all of v's bits were set before (v was probably present).
   bool insert(const T& v) {
-    const auto [where, mask] = locate(v);
-    return (fetch_or(where, mask) & mask) == mask;
+    const location l = locate(v);
+    return (fetch_or(at(l), l.mask) & l.mask) == l.mask;
   }
 
   /// Owner-side insert (see the header comment): v's block must be on the calling rank. Returns true when all of
   /// v's bits were set before.
   bool local_insert(const T& v) {
-    const auto [where, mask] = locate(v);
-    if (where.rank() != shoal::rank()) {
-      throw usage_error("shoal::bloom_filter::local_insert on rank " + std::to_string(shoal::rank()) +
-                        " of a value owned by rank " + std::to_string(where.rank()) +
+    const location l = locate(v);
+    if (l.rank != static_cast<std::size_t>(reg_.rank())) {
+      throw usage_error("shoal::bloom_filter::local_insert on rank " + std::to_string(reg_.rank()) +
+                        " of a value owned by rank " + std::to_string(l.rank) +
                         "; send it to owner(v) and insert it there, or use insert(v)");
     }
-    std::atomic_ref<std::uint64_t> block(*where.local());
+    std::atomic_ref<std::uint64_t> block(own_[l.index]);
     const std::uint64_t old = block.load(std::memory_order_relaxed);
-    if ((old & mask) == mask) return true;
-    block.store(old | mask, std::memory_order_relaxed);
+    if ((old & l.mask) == l.mask) return true;
+    block.store(old | l.mask, std::memory_order_relaxed);
     return false;
   }
 
   /// A hint before local_insert(v) on v's owner: starts loading v's block into the cache (does nothing elsewhere).
   void local_prefetch(const T& v) const {
     const std::size_t block = block_of(hash_value(v, seed_));
-    const auto r = block / per_rank_;
-    if (r == static_cast<std::size_t>(reg_.rank())) __builtin_prefetch(parts_[r].local() + (block - r * per_rank_), 1);
+    const std::size_t r = by_rank_.quotient(block);
+    if (r == static_cast<std::size_t>(reg_.rank())) __builtin_prefetch(own_ + (block - r * per_rank_), 1);
   }
 
   /// True when v is probably present; false means certainly absent.
   bool find(const T& v) const {
-    const auto [where, mask] = locate(v);
-    return (get(where) & mask) == mask;
+    const location l = locate(v);
+    return (get(at(l)) & l.mask) == l.mask;
   }
 
   /// Collective: empties the filter.
@@ -150,8 +153,7 @@ class bloom_filter {
     const auto me = static_cast<std::size_t>(reg_.rank());
     const auto first = me * per_rank_;
     const auto n = first >= blocks_ ? 0 : std::min(per_rank_, blocks_ - first);
-    const std::uint64_t* base = parts_[me].local();
-    return std::vector<std::uint64_t>(base, base + n);
+    return std::vector<std::uint64_t>(own_, own_ + n);
   }
 
   /// The false-positive rate theory predicts for this filter after n distinct inserts (see the header comment).
@@ -195,8 +197,10 @@ class bloom_filter {
   }
 
  private:
+  /// A value's block (team rank, index in that rank's part) and its bits in the block.
   struct location {
-    global_ptr<std::uint64_t> where;
+    std::size_t rank;
+    std::size_t index;
     std::uint64_t mask;
   };
 
@@ -207,7 +211,7 @@ class bloom_filter {
   location locate(const T& v) const {
     reg_.check();
     const std::size_t block = block_of(hash_value(v, seed_));
-    const auto r = block / per_rank_;
+    const std::size_t r = by_rank_.quotient(block);
     std::uint64_t mask = 0;
     std::uint64_t bits = 0;
     for (unsigned i = 0; i < k_; ++i) {
@@ -215,11 +219,14 @@ class bloom_filter {
       mask |= std::uint64_t{1} << (bits & 63);
       bits >>= 6;
     }
-    return {parts_[r] + static_cast<std::ptrdiff_t>(block - r * per_rank_), mask};
+    return {r, block - r * per_rank_, mask};
+  }
+  global_ptr<std::uint64_t> at(const location& l) const {
+    return parts_[l.rank] + static_cast<std::ptrdiff_t>(l.index);
   }
 
   void local_clear() {
-    std::memset(parts_[static_cast<std::size_t>(reg_.rank())].local(), 0, per_rank_ * sizeof(std::uint64_t));
+    std::memset(own_, 0, per_rank_ * sizeof(std::uint64_t));
   }
 
   registration reg_;
@@ -227,7 +234,9 @@ class bloom_filter {
   std::uint64_t seed_;
   std::size_t blocks_ = 0;
   std::size_t per_rank_ = 0;
+  detail::fixed_divisor by_rank_;  // block -> owner without a division instruction
   std::vector<global_ptr<std::uint64_t>> parts_;
+  std::uint64_t* own_ = nullptr;  // this rank's part, parts_[rank].local()
 };
 
 }  // namespace shoal
