@@ -408,11 +408,7 @@ class hash_map : private detail::hash_map_table<K, V> {
   // local_insert / local_insert_or_assign: plain loads and stores into this rank's part.
   bool cpu_insert(const key_type& key, const mapped_type& value, bool assign) {
     const auto where = placement(key);
-    if (static_cast<std::size_t>(where.rank) != me()) {
-      throw usage_error(std::string("shoal::hash_map::") + (assign ? "local_insert_or_assign" : "local_insert") +
-                        " on rank " + std::to_string(me()) + " of a key owned by rank " + std::to_string(where.rank) +
-                        "; use owner(key) to route it, insert (any rank), or hash_map_buffer");
-    }
+    if (static_cast<std::size_t>(where.rank) != me()) [[unlikely]] throw_not_owner(where, assign);
     const auto probe_key = key_storage::probe(key);
     bool inserted = false;
     const bool placed = probe_positions(where, [&](std::size_t pos) {
@@ -436,6 +432,13 @@ class hash_map : private detail::hash_map_table<K, V> {
     });
     if (!placed) throw_full(where);
     return inserted;
+  }
+
+  // Out of line, so that the error's message adds nothing to cpu_insert's frame.
+  [[noreturn, gnu::noinline, gnu::cold]] void throw_not_owner(const place& where, bool assign) const {
+    throw usage_error(std::string("shoal::hash_map::") + (assign ? "local_insert_or_assign" : "local_insert") +
+                      " on rank " + std::to_string(me()) + " of a key owned by rank " + std::to_string(where.rank) +
+                      "; use owner(key) to route it, insert (any rank), or hash_map_buffer");
   }
 
   // resize: puts an entry whose key is known to be unique into the first free bucket of its sequence.
