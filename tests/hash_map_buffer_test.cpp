@@ -56,6 +56,31 @@ TEST(HashMapBuffer, DuplicatesFollowTheDocumentedOrder) {
   shoal::barrier();
 }
 
+// The outboxes are fixed buffers reused after each shipped message (message_exchange.hpp): records that fill a message
+// exactly, records that do not fit and ship the message before them, one-record messages, mailboxes that take extra
+// rounds, and a second exchange through the same buffers — every record arrives once, with its value.
+TEST(HashMapBuffer, MessagesOfEveryFitCarryEveryRecord) {
+  constexpr std::size_t record = 1 + sizeof(int) + sizeof(int);  // operation, key, value
+  for (const std::size_t message_bytes : {record, 2 * record, 10 * record, 10 * record + 4, std::size_t{4096}}) {
+    for (const std::size_t slots : {std::size_t{1}, std::size_t{3}, std::size_t{128}}) {
+      const int n = 300;
+      shoal::hash_map<int, int> m(static_cast<std::size_t>(4 * n * np()));
+      shoal::hash_map_buffer_options opts;
+      opts.message_bytes = message_bytes;
+      opts.mailbox_messages = slots;
+      shoal::hash_map_buffer buffer(m, opts);
+      for (int round = 0; round < 2; ++round) {  // the second exchange reuses the first one's buffers
+        const int base = (round * np() + me()) * n;
+        for (int i = 0; i < n; ++i) buffer.post_insert(base + i, 7 * (base + i));
+        ASSERT_EQ(buffer.flush(), static_cast<std::size_t>(n * np())) << message_bytes << " bytes, " << slots;
+      }
+      ASSERT_EQ(m.size(), static_cast<std::size_t>(2 * n * np())) << message_bytes << " bytes, " << slots;
+      for (int k = me(); k < 2 * n * np(); k += 7) ASSERT_EQ(m.find(k, shoal::promise::find), 7 * k) << k;
+      shoal::barrier();
+    }
+  }
+}
+
 TEST(HashMapBuffer, StringsAndOversizedRecords) {
   shoal::hash_map<std::string, std::string> m(1024 * static_cast<std::size_t>(np()));
   shoal::hash_map_buffer_options opts;
