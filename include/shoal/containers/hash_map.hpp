@@ -243,10 +243,7 @@ class hash_map : private detail::hash_map_table<K, V> {
 
   /// A hint before a local_insert of a key this rank owns: starts loading its home bucket into the cache (nothing for
   /// a key of another rank).
-  void local_prefetch(const key_type& key) const {
-    const auto where = placement(key);
-    if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(own_ + where.home, 1);
-  }
+  void local_prefetch(const key_type& key) const { prefetch_own(placement(key)); }
 
   /// Entries in this rank's part (exact when no operation is in flight). Any rank, no communication.
   std::size_t local_size() const {
@@ -405,9 +402,21 @@ class hash_map : private detail::hash_map_table<K, V> {
     return found;
   }
 
-  // local_insert / local_insert_or_assign: plain loads and stores into this rank's part.
+  // hash_map_buffer applies its records with the two below, each key placed once for both (it keeps the places of
+  // the records between a prefetch and its insert).
+  template <class, class>
+  friend class hash_map_buffer;
+
+  // A key's home bucket starts loading into the cache, when it is in this rank's part.
+  void prefetch_own(const place& where) const {
+    if (static_cast<std::size_t>(where.rank) == me()) __builtin_prefetch(own_ + where.home, 1);
+  }
+
+  // local_insert / local_insert_or_assign: plain loads and stores into this rank's part, the key placed at `where`.
   bool cpu_insert(const key_type& key, const mapped_type& value, bool assign) {
-    const auto where = placement(key);
+    return cpu_insert_at(placement(key), key, value, assign);
+  }
+  bool cpu_insert_at(const place& where, const key_type& key, const mapped_type& value, bool assign) {
     if (static_cast<std::size_t>(where.rank) != me()) [[unlikely]] throw_not_owner(where, assign);
     const auto probe_key = key_storage::probe(key);
     bool inserted = false;
