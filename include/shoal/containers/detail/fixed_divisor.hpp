@@ -1,11 +1,12 @@
 // shoal/containers/detail/fixed_divisor.hpp — x / d and x mod d for a divisor fixed at run time, without a division
-// instruction: a 64-bit `div` costs tens of cycles on x86, and placement divides every key — dist_map's cyclic
-// placement takes each key modulo the number of owners (the division was the largest part of cutting a batch by
-// owner), hash_map finds a key's owner as its slot divided by the block size (the division was the largest part of a
-// local insert after the cache miss). A power of two is a mask or a shift; any other divisor uses Lemire, Kaser and
-// Kurz's direct computation ("Faster Remainder by Direct Computation", 2019): with M = ceil(2^128 / d), x / d is the
-// top 64 bits of the 192-bit M * x, and x mod d the high part of (M * x mod 2^128) * d — both exact for every 64-bit x
-// and d >= 1.
+// instruction: a 64-bit `div` takes about 4 ns on this project's machine (a chain of dependent ones: 3.8-3.9 ns each),
+// and placement divides every key — dist_map's cyclic placement takes each key modulo the number of owners (the
+// division was the largest part of cutting a batch by owner), hash_map finds a key's owner as its slot divided by the
+// block size (the division was the largest part of a local insert after the cache miss), bloom_filter a value's owner
+// as its block divided by the blocks per rank. A power of two is a mask or a shift; any other divisor uses Lemire,
+// Kaser and Kurz's direct computation ("Faster Remainder by Direct Computation", 2019): with M = ceil(2^128 / d), x / d
+// is the top 64 bits of the 192-bit M * x, and x mod d the high part of (M * x mod 2^128) * d — both exact for every
+// 64-bit x and d >= 1.
 #pragma once
 
 #include <bit>
