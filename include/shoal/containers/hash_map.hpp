@@ -402,8 +402,8 @@ class hash_map : private detail::hash_map_table<K, V> {
     return found;
   }
 
-  // hash_map_buffer applies its records with the two below, each key placed once for both (it keeps the places of
-  // the records between a prefetch and its insert).
+  // hash_map_buffer (a friend) applies its records with placement, prefetch_own and cpu_insert_at: each key placed
+  // once for its prefetch and its insert (the buffer keeps the places of the records in between).
   template <class, class>
   friend class hash_map_buffer;
 

@@ -14,6 +14,7 @@
 
 namespace shoal::detail {
 
+/// Division by d (d >= 1, fixed at construction).
 class fixed_divisor {
  public:
   explicit fixed_divisor(std::uint64_t d = 1)
