@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "shoal/containers/detail/fixed_divisor.hpp"
 #include "shoal/containers/detail/hosted_allocation.hpp"
 #include "shoal/containers/promise.hpp"
 #include "shoal/core/error.hpp"
@@ -94,7 +95,7 @@ class hosted_ring {
       : container_(container), reg_(team, std::string("shoal::") + container) {
     check_capacity(capacity);
     control_ = hosted_allocation<position>(reg_, host, word_count);
-    data_ = hosted_allocation<T>(reg_, host, capacity);
+    set_data(hosted_allocation<T>(reg_, host, capacity));
     if (is_host()) set_local_positions(0, 0);
     reset_cache(0);
     team.barrier();  // the counters are zero before anyone claims a slot
@@ -290,7 +291,7 @@ class hosted_ring {
       set_local_positions(0, live);
     }
     reg_.deallocate(data_.ptr());  // the host frees the old ring
-    data_ = std::move(fresh);
+    set_data(std::move(fresh));
     reset_cache(live);
     team().barrier();  // nobody claims a slot before the host has rewritten the counters
   }
@@ -315,7 +316,7 @@ class hosted_ring {
     reg_.deallocate(control_.ptr());  // the old host frees the old storage here
     reg_.deallocate(data_.ptr());
     control_ = std::move(control);
-    data_ = std::move(data);
+    set_data(std::move(data));
     reset_cache(live);
   }
 
@@ -358,11 +359,18 @@ class hosted_ring {
     return r >= n ? n : 0;
   }
 
+  /// The ring's slots, and the division of positions by their number (every operation's first slot is its position
+  /// modulo the capacity: without a `div` instruction, fixed_divisor.hpp). The only writer of both.
+  void set_data(hosted_allocation<T>&& data) {
+    data_ = std::move(data);
+    by_capacity_ = fixed_divisor(capacity());
+  }
+
   /// Calls fn(slot, done, count) for the contiguous pieces of n slots starting at position `first`.
   template <class Fn>
   void for_each_piece(position first, std::size_t n, Fn&& fn) const {
     const std::size_t cap = capacity();
-    std::size_t slot = static_cast<std::size_t>(first % cap);
+    std::size_t slot = static_cast<std::size_t>(by_capacity_.remainder(first));
     for (std::size_t done = 0; done < n;) {
       const std::size_t count = std::min(n - done, cap - slot);
       fn(slot, done, count);
@@ -374,7 +382,8 @@ class hosted_ring {
   const char* container_ = "queue";
   registration reg_;  // declared before the blocks it owns
   hosted_allocation<position> control_;
-  hosted_allocation<T> data_;
+  hosted_allocation<T> data_;  // written by set_data only
+  fixed_divisor by_capacity_;  // divides by data_'s count (set_data)
   std::array<position, word_count> cache_{};
 };
 
