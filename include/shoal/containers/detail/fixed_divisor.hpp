@@ -3,7 +3,8 @@
 // and placement divides every key — dist_map's cyclic placement takes each key modulo the number of owners (the
 // division was the largest part of cutting a batch by owner), hash_map finds a key's owner as its slot divided by the
 // block size (the division was the largest part of a local insert after the cache miss), bloom_filter a value's owner
-// as its block divided by the blocks per rank. A power of two is a mask or a shift; any other divisor uses Lemire,
+// as its block divided by the blocks per rank; and the queues' ring (hosted_ring.hpp) finds every operation's first
+// slot as its position modulo the capacity. A power of two is a mask or a shift; any other divisor uses Lemire,
 // Kaser and Kurz's direct computation ("Faster Remainder by Direct Computation", 2019): with M = ceil(2^128 / d), x / d
 // is the top 64 bits of the 192-bit M * x, and x mod d the high part of (M * x mod 2^128) * d — both exact for every
 // 64-bit x and d >= 1.
