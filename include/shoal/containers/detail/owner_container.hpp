@@ -31,6 +31,8 @@ concept owner_function = std::is_empty_v<F> && std::default_initializable<F>;
 /// `insert_batch_op`, and its `mapped_type`.
 template <class Derived, class K, class Stored, class Family>
 class owner_container {
+  friend struct owner_table_test_access;  // owner_table.hpp
+
  public:
   /// Runs fn at the owner if the key is present (dist_map: fn(V& value, args...); dist_multimap: fn(std::vector<V>&
   /// values, args...)). Returns whether the key was present (fn returning void) or fn's result (nullopt: absent).

@@ -80,8 +80,14 @@ decltype(auto) as_parameter(A&& a) {
   }
 }
 
+/// The one way into an owner_table's handlers and request slots from outside: tests/dist_map_malformed_test.cpp
+/// defines it to send the handlers malformed messages. Nothing in shoal names it.
+struct owner_table_test_access;
+
 template <class K, class Stored, class Family>
 class owner_table {
+  friend struct owner_table_test_access;
+
  public:
   using shard_type = typename owner_shard<K, Stored, Family>::table_type;
 
@@ -696,10 +702,21 @@ class owner_table {
   /// True while a request of this rank waits for its reply.
   bool replies_out() const { return pending_.size() != free_slots_.size(); }
 
+  /// The request waiting in `slot`, which a reply or an error message names. A slot out of range, or one not waiting
+  /// (free, or its reply already came), means a corrupt stream: an error before anything is touched.
+  pending& waiting(std::uint32_t slot) {
+    if (slot >= pending_.size() || pending_[slot].target == nullptr) [[unlikely]] throw_not_waiting(slot);
+    return pending_[slot];
+  }
+  /// Takes the request waiting in `slot` (waiting()); the slot is free again, and a second reply naming it is refused.
   pending take_pending(std::uint32_t slot) {
-    pending p = std::move(pending_[slot]);
+    pending p = std::exchange(waiting(slot), pending{});
     free_slots_.push_back(slot);
     return p;
+  }
+  [[noreturn]] void throw_not_waiting(std::uint32_t slot) const {
+    throw error(name_ + ": reply for request slot " + std::to_string(slot) +
+                ", which no request of this rank waits in (corrupt stream)");
   }
 
   // ---- handlers (run at the owner, or back at the origin) ------------------------------------------------------
@@ -786,8 +803,7 @@ class owner_table {
     auto& self = lookup(id);
     const byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
     if (h.word != 0) return;
-    if (h.slot >= self.pending_.size()) throw error("shoal::dist_map: malformed batch reply (corrupt stream)");
-    const pending& p = self.pending_[h.slot];
+    const pending& p = self.waiting(h.slot);
     auto& target = *static_cast<keyed_bytes_receiver<W>*>(p.target);
     if (bytes.size() != byte_batch_header::bytes + target.size(p.part) * result_codec<W>::bytes) {
       throw error("shoal::dist_map: malformed batch reply (corrupt stream)");
@@ -860,7 +876,7 @@ class owner_table {
         [&](std::uint32_t i, auto&& w) { codec::write(results.data(), n, i, w); },
         [&](std::uint32_t i, std::string what) {
           codec::write(results.data(), n, i, typename Op::wire{});
-          shoal::post(self.to_world(origin), &on_group_error, id, h.slot, i, std::move(what));
+          shoal::post(self.to_world(origin), &on_group_error<typename Op::wire>, id, h.slot, i, std::move(what));
         });
     std::byte* reply = am::detail::reserve_bytes(self.to_world(origin), &on_group_reply<typename Op::wire>, id,
                                                  byte_batch_header::bytes + n * codec::bytes);
@@ -901,8 +917,7 @@ class owner_table {
   static void on_group_reply(std::uint32_t id, std::span<const std::byte> bytes) {
     auto& self = lookup(id);
     const byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
-    if (h.slot >= self.pending_.size() ||
-        bytes.size() != byte_batch_header::bytes + std::size_t{h.word} * result_codec<Wire>::bytes) {
+    if (bytes.size() != byte_batch_header::bytes + std::size_t{h.word} * result_codec<Wire>::bytes) {
       throw error("shoal::dist_map: malformed group reply (corrupt stream)");
     }
     pending p = self.take_pending(h.slot);
@@ -911,9 +926,11 @@ class owner_table {
   }
 
   /// Operation `index` of a group failed at its owner (the group's reply follows).
+  template <class Wire>
   static void on_group_error(std::uint32_t id, std::uint32_t slot, std::uint32_t index, std::string what) {
-    const pending& p = lookup(id).pending_[slot];
-    p.target->fail(std::make_exception_ptr(remote_error(what)), p.part + index);
+    const pending& p = lookup(id).waiting(slot);
+    static_cast<group_receiver<Wire>*>(p.target)->fail_member(std::make_exception_ptr(remote_error(what)), p.part,
+                                                               index);
   }
 
   template <class Op, class... Args>
