@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -865,6 +866,29 @@ void check_bytes(std::uint32_t tag, std::span<const std::byte> bytes) {
 
 void throw_on_bytes(std::uint32_t tag, std::span<const std::byte> bytes) {
   throw std::runtime_error("bytes " + std::to_string(tag) + "/" + std::to_string(bytes.size()) + " rejected");
+}
+
+// A stream to one rank (docs/am.md, "Buffer sizes"): its first buffer holds one eager message (4,000 bytes), and once
+// that one fills, every next buffer is full size — not a ramp of doublings (4,000, 8,000, 16,000, ...), which took
+// twice the MPI messages for a stream of a few buffers.
+TEST(Am, AStreamTravelsInFullBuffersAfterItsFirst) {
+  const std::size_t buffer = shoal::am::buffer_size();
+  if (buffer < 16 * 1024) {
+    GTEST_SKIP() << "needs buffers that hold many 1,000-byte messages (SHOAL_AM_BUFFER is " << buffer << ")";
+  }
+  reset();
+  using payload = std::array<std::byte, 1000>;
+  const std::size_t n = 300;
+  const shoal::am::statistics before = shoal::am::stats();
+  for (std::size_t i = 0; i < n; ++i) shoal::post(right(), [](payload) { ++h::count; }, payload{});
+  shoal::am::flush();
+  const shoal::am::statistics after = shoal::am::stats();
+  // The first buffer holds 3 messages; each full one at least (buffer - 64) / 1,000 (a group header per buffer).
+  const std::size_t per_full = (buffer - 64) / sizeof(payload);
+  const std::size_t most = right() == me() ? 0 : 1 + (n - 3 + per_full - 1) / per_full;
+  EXPECT_LE(after.buffers_sent - before.buffers_sent, most);
+  shoal::am::barrier();
+  EXPECT_EQ(global_sum(h::count), static_cast<std::int64_t>(n) * np());
 }
 
 TEST(Am, ByteMessagesArriveWholeAndInOrder) {

@@ -4,8 +4,8 @@
 // Its parts, one job each: wire.hpp (the wire format and the buffers that carry it), sending.hpp (the block pool and
 // the outstanding MPI sends), receiving.hpp (receives posted ahead, large buffers), quiescence.hpp (message counts and
 // Mattern's waves), rpc_slots.hpp (rpc futures waiting for replies). Buffers travel as MPI messages with one tag on a
-// communicator of their own; a destination's buffers start at eager_buffer_size and double while a stream fills them
-// (docs/am.md, "Buffer sizes" and "Receiving").
+// communicator of their own; a destination's first buffer after a flush holds eager_buffer_size, and once a stream
+// fills one the next are full size (docs/am.md, "Buffer sizes" and "Receiving").
 // Test-only fault mode (SHOAL_FAULTS, shoal::layer::fault_scheduler): received buffers are held back and released in a
 // seeded random order across senders, in order from each sender.
 #pragma once
@@ -390,8 +390,7 @@ class engine {
     if (o.cur == o.begin) return;
     close_group(o);
     const auto bytes = static_cast<std::size_t>(o.cur - o.begin);
-    const std::size_t next =
-        full ? std::min(pool_.buffer_size(), 2 * static_cast<std::size_t>(o.end - o.begin)) : 0;
+    const std::size_t next = full ? pool_.buffer_size() : 0;  // a stream: full buffers (no ramp of doublings)
     if (bytes <= pool_.slot_bytes()) {
       sends_.isend(comm_.get(), dest, stream_tag, std::move(o.bytes), bytes);
     } else {

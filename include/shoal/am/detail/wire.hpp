@@ -28,7 +28,8 @@ inline constexpr std::size_t min_buffer_size = 16;
 /// Bytes of a destination's first buffer, and of the next one after a buffer left before it was full (a flush, a
 /// wait): below the eager limit of the MPI transports (Open MPI's shared-memory one sends up to 4 KiB at once), so a
 /// latency-bound exchange travels as single eager MPI messages, with no rendezvous handshake that needs both ranks'
-/// progress. Each buffer that fills doubles the next one, up to buffer_size(): a stream travels in full buffers.
+/// progress. A buffer that fills makes the next one buffer_size(): after its first eager message a stream travels in
+/// full buffers (docs/am.md, "Buffer sizes").
 inline constexpr std::size_t eager_buffer_size = 4000;
 
 }  // namespace shoal::am
