@@ -107,10 +107,9 @@ class relaxed_lock_based {
     if (held.empty()) return std::nullopt;
     const auto& best = r_.oldest();
     const std::uint64_t head = head_of(best.position), count = count_of(best.position);
+    const std::uint64_t next = head + 1 == r_.opts.capacity_per_rank ? 0 : head + 1;  // head < capacity: no division
     relaxed::stamped<T> out{best.item.value, best.item.stamp, r_.clock.now(), best.ring};
-    for (const auto& c : held) {
-      release(c.ring, c.ring == best.ring ? pack((head + 1) % r_.opts.capacity_per_rank, count - 1) : c.position);
-    }
+    for (const auto& c : held) release(c.ring, c.ring == best.ring ? pack(next, count - 1) : c.position);
     return out;
   }
 
