@@ -120,6 +120,28 @@ TEST(FuzzFindings, EmptyPlainReadsFileIsRefusedLikeAnEmptyGzipFile) {
   EXPECT_THROW(contig::read_share({empty.write_gzip("")}, 5, 0, 1), contig::reads_error);
 }
 
+TEST(FuzzFindings, OrderedMapMessageWithABadBoolOrAHugeCountIsRefused) {
+  // The ordered map's wire target: a bool byte of 104 was read as a bool (UBSan: not a valid value for type 'bool'),
+  // and a vector of 2^60 strings was resized by cereal before its bytes were looked at (out of memory).
+  using codec = shoal::detail::ordered_map::codec<std::int64_t, std::string>;
+  const auto read = [](const std::string& name) {
+    std::ifstream in(std::string(SHOAL_FUZZ_CORPUS) + "/ordered_map_wire/" + name, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  for (const auto& [name, what] : {std::pair{"regress-bool-of-value-104", "a bool of value 104"},
+                                   std::pair{"regress-vector-of-2-to-the-60-strings",
+                                             "1152921504606846976 elements announced"}}) {
+    const std::string bytes = read(name);
+    ASSERT_FALSE(bytes.empty()) << name;
+    try {
+      codec::decode(std::as_bytes(std::span(bytes.data(), bytes.size())));
+      ADD_FAILURE() << name << ": decoded";
+    } catch (const shoal::error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
+}
+
 std::vector<std::string> names() {
   std::vector<std::string> out;
   for (const auto& t : targets()) out.emplace_back(t.name);

@@ -1,6 +1,7 @@
 // Serialization and hashing: the rules every container and message shares.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
@@ -81,6 +82,51 @@ TEST(Serialize, TruncatedDataIsAClearError) {
   shoal::byte_reader small(std::span<const std::byte>(buf.data(), 2));
   EXPECT_THROW(small.read<std::uint32_t>(), shoal::error);
   EXPECT_EQ(small.remaining(), 2u);
+}
+
+// Bytes that no writer produced (a corrupted or malformed message): a bool byte other than 0 or 1, a length so large
+// that length × element size wraps around, a vector of strings whose length claims more elements than bytes are left.
+// Each is a shoal::error naming what is wrong, before anything is allocated for it (found by the ordered map's wire
+// fuzz target: a bool of value 104 read as a bool, and a vector of 2^60 strings resized by cereal).
+TEST(Serialize, MalformedDataIsAClearError) {
+  auto bytes_of = [](std::initializer_list<std::uint64_t> words) {
+    std::vector<std::byte> b(words.size() * 8);
+    std::memcpy(b.data(), std::data(words), b.size());
+    return b;
+  };
+  auto what_of = [](auto&& read) -> std::string {
+    try {
+      read();
+    } catch (const shoal::error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::vector<std::byte> two{std::byte{2}};
+  EXPECT_NE(what_of([&] { shoal::byte_reader(two).read<bool>(); }).find("malformed serialized data (a bool of value 2)"),
+            std::string::npos);
+  const auto wraps = bytes_of({std::uint64_t{1} << 62, 0});
+  EXPECT_NE(what_of([&] { shoal::byte_reader(wraps).read<std::vector<std::uint32_t>>(); })
+                .find("malformed serialized data (4611686018427387904 elements of 4 bytes announced)"),
+            std::string::npos);
+  const auto many = bytes_of({std::uint64_t{1} << 60, 3, 0});
+  EXPECT_NE(what_of([&] { shoal::byte_reader(many).read<std::vector<std::string>>(); })
+                .find("truncated serialized data (1152921504606846976 elements announced, 16 bytes left)"),
+            std::string::npos);
+  // What the writer produces reads back: vectors of strings, of bools, of vectors.
+  std::vector<std::byte> buf;
+  shoal::byte_writer w(buf);
+  const std::vector<std::string> words{"", "a", std::string(300, 'z')};
+  const std::vector<bool> flags{true, false, true};
+  const std::vector<std::vector<std::string>> nested{{"x"}, {}, {"y", "zz"}};
+  w.write(words);
+  w.write(flags);
+  w.write(nested);
+  shoal::byte_reader r(buf);
+  EXPECT_EQ(r.read<std::vector<std::string>>(), words);
+  EXPECT_EQ(r.read<std::vector<bool>>(), flags);
+  EXPECT_EQ((r.read<std::vector<std::vector<std::string>>>()), nested);
+  EXPECT_EQ(r.remaining(), 0u);
 }
 
 TEST(Hash, SameOnEveryRankAndSeeded) {

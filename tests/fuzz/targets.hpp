@@ -19,6 +19,9 @@
 //                                                                                       gzip = plain
 //   reads_gzip       contig::read_share on (mutated) gzip bytes     contig::reads_error as reads
 //   fasta            contig::read_fasta (--expected, --genome)      std::runtime_error  one sequence per '>' line
+//   ordered_map_wire the ordered map's message codec (detail::      shoal::error        encoding the decoded message
+//                    ordered_map::codec<int64, string>::decode)                         and decoding it again gives
+//                                                                                       the same bytes
 //   flights_message  flights::parse_client_message (WebSocket)      none: an error      boxes in range, west <= east,
 //                                                                   message, and its    south <= north; the error
 //                                                                   JSON reply          reply is valid JSON
@@ -27,10 +30,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -43,6 +49,7 @@
 #include "contig/ufx.hpp"
 #include "flights/protocol.hpp"
 #include "kv_trace/trace.hpp"
+#include "shoal/containers/detail/ordered_map/wire.hpp"
 #include "shoal/containers/key_box.hpp"
 #include "shoal/core/detail/faults.hpp"
 #include "shoal/core/detail/size_parse.hpp"
@@ -367,6 +374,26 @@ inline void fasta(const std::string& in) {
   for (const auto& s : seqs) expect(s.find('\n') == std::string::npos, "a sequence holds a line end");
 }
 
+/// The ordered map's messages travel between ranks of one job, so a malformed one means a bug or a corrupted buffer;
+/// either way decoding must end in shoal::error, never in a read past the bytes or an invalid value. A message that
+/// decodes must encode to bytes that decode to the same message (compared by encoding it once more).
+inline void ordered_map_wire(const std::string& in) {
+  using codec = shoal::detail::ordered_map::codec<std::int64_t, std::string>;
+  codec::message_type m;
+  try {
+    m = codec::decode(std::as_bytes(std::span(in.data(), in.size())));
+  } catch (const shoal::error&) {
+    return;
+  }
+  std::vector<std::byte> first_buffer, second_buffer;
+  const auto first = codec::encode(m, first_buffer);
+  const std::vector<std::byte> bytes(first.begin(), first.end());
+  const auto again = codec::decode(bytes);  // must not throw: these bytes are an encoding
+  const auto second = codec::encode(again, second_buffer);
+  expect(std::equal(first.begin(), first.end(), second.begin(), second.end()),
+         "a decoded message, encoded and decoded again, encodes differently");
+}
+
 inline void flights_message(const std::string& in) {
   const auto msg = flights::parse_client_message(in);
   if (const auto* e = std::get_if<flights::protocol_error>(&msg)) {
@@ -396,6 +423,8 @@ inline const std::vector<target>& targets() {
        {"{", "}", "[", "]", ",", ":", "\"type\"", "\"query\"", "\"stop\"", "\"dep\"", "\"arr\"", "\"every_ms\"",
         "\"id\"", "null", "1e400", "-181", "\\u0000", "\\ud800"},
        detail::flights_message},
+      {"ordered_map_wire", {std::string(1, '\0'), "\x01", "\x05", "\xff\xff\xff\xff", std::string(8, '\0')},
+       detail::ordered_map_wire},
   };
   return all;
 }

@@ -62,6 +62,17 @@ concept cereal_serializable = cereal::traits::is_output_serializable<T, cereal::
                               cereal::traits::is_input_serializable<T, cereal::BinaryInputArchive>::value &&
                               std::is_default_constructible_v<T>;
 
+namespace detail {
+/// A std::vector whose elements are not copied as raw bytes (strings, vectors, cereal types, bool): written as its
+/// length and then each element by shoal's own rules — the bytes cereal writes for it, but read back with the length
+/// checked against the bytes left before anything is allocated (cereal would resize to whatever a corrupt length
+/// says). Elements of an empty class, which may take no bytes, stay with cereal.
+template <class T>
+inline constexpr bool is_element_vector = false;
+template <class E>
+inline constexpr bool is_element_vector<std::vector<E>> = !std::is_empty_v<E>;
+}  // namespace detail
+
 /// Every type shoal can store remotely or send in a message.
 template <class T>
 concept serializable =
@@ -143,6 +154,10 @@ class byte_writer {
       write_bytes(&value, sizeof(T));
     } else if constexpr (contiguous_serializable<T>) {
       write_contiguous(std::span<const typename T::value_type>(value.data(), value.size()));
+    } else if constexpr (detail::is_element_vector<T>) {
+      const std::uint64_t n = value.size();
+      write_bytes(&n, sizeof n);
+      for (const auto& e : value) write(static_cast<const typename T::value_type&>(e));
     } else {
       detail::vector_outbuf buf(out_);
       std::ostream os(&buf);
@@ -188,7 +203,12 @@ class byte_reader {
 
   template <serializable T>
   T read() {
-    if constexpr (trivially_serializable<T>) {
+    if constexpr (std::is_same_v<T, bool>) {  // a byte other than 0 or 1 is no bool (reading it as one is undefined)
+      std::uint8_t b;
+      read_bytes(&b, 1);
+      if (b > 1) [[unlikely]] throw_malformed("a bool of value " + std::to_string(b));
+      return b == 1;
+    } else if constexpr (trivially_serializable<T>) {
       T v;
       read_bytes(&v, sizeof(T));
       return v;
@@ -196,11 +216,23 @@ class byte_reader {
       std::uint64_t n;
       read_bytes(&n, sizeof n);
       T v;
-      const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(typename T::value_type);
+      constexpr std::size_t width = sizeof(typename T::value_type);
+      if (n > SIZE_MAX / width) [[unlikely]] {  // n * width would wrap around
+        throw_malformed(std::to_string(n) + " elements of " + std::to_string(width) + " bytes announced");
+      }
+      const std::size_t bytes = static_cast<std::size_t>(n) * width;
       need(bytes);
       v.resize(static_cast<std::size_t>(n));
       if (bytes != 0) std::memcpy(v.data(), pos_, bytes);  // an empty vector has no buffer: memcpy(nullptr) is UB
       pos_ += bytes;
+      return v;
+    } else if constexpr (detail::is_element_vector<T>) {
+      std::uint64_t n;
+      read_bytes(&n, sizeof n);
+      if (n > remaining()) [[unlikely]] throw_truncated_count(n);  // every element takes at least one byte
+      T v;
+      v.reserve(static_cast<std::size_t>(n));
+      for (std::uint64_t i = 0; i < n; ++i) v.push_back(read<typename T::value_type>());
       return v;
     } else {
       detail::span_inbuf buf(pos_, end_);
@@ -222,6 +254,13 @@ class byte_reader {
   [[noreturn, gnu::noinline, gnu::cold]] void throw_truncated(std::size_t n) const {
     throw error("shoal: truncated serialized data (needed " + std::to_string(n) + " bytes, " +
                 std::to_string(end_ - pos_) + " left)");
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void throw_truncated_count(std::uint64_t n) const {
+    throw error("shoal: truncated serialized data (" + std::to_string(n) + " elements announced, " +
+                std::to_string(end_ - pos_) + " bytes left)");
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] static void throw_malformed(const std::string& what) {
+    throw error("shoal: malformed serialized data (" + what + ")");
   }
   const std::byte* pos_;
   const std::byte* end_;

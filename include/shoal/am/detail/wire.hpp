@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace shoal::am {
 
@@ -60,6 +61,12 @@ using trampoline = void (*)(rx_buffer& b);
 /// A received buffer being executed; `pos`, `left` and `run` are shared by nested handler loops (a handler that
 /// waits runs others, possibly the rest of its own group).
 struct rx_buffer {
+  rx_buffer() = default;
+  /// A received buffer's bytes, where its unread part starts and ends, and its sender (a constructor, not aggregate
+  /// initialization: emplace_back from these fields needs one before clang 16).
+  rx_buffer(block b, const std::byte* first, const std::byte* last, int from) noexcept
+      : bytes(std::move(b)), pos(first), end(last), source(from) {}
+
   block bytes{};
   const std::byte* pos = nullptr;
   const std::byte* end = nullptr;

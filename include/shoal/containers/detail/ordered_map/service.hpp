@@ -157,7 +157,7 @@ class service {
   void handle(fence_ack& f) { chan_.fence_acknowledged(f); }
 
   auto dispatcher() {
-    return [this](message_type& m) { std::visit([this](auto& x) { handle(x); }, m); };
+    return [this](message_type& m) { std::visit([this](auto& x) { this->handle(x); }, m); };
   }
   void pump() { chan_.pump(dispatcher()); }
 
