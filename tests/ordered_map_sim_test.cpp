@@ -396,7 +396,8 @@ TEST_P(OrderedMapSim, SequentialConsistencyIsLinearizablePerKeyInIssueOrderAcros
     interleave_clients(
         s, rng, ranks, per_client, draw,
         [&](int r, int issued, const std::pair<op_spec<long, long>, h::operation>& drawn) {
-          auto [sp, o] = drawn;
+          op_spec<long, long> sp = drawn.first;  // named, not bound: lambdas capture bindings from clang 16 only
+          h::operation o = drawn.second;
           o.seq = static_cast<std::uint32_t>(issued);
           o.call_ns = clock++;
           return s.at(r).try_issue(sp, [&ops, &clock, &completed, o, sp](op_result<long, long>&& res) mutable {

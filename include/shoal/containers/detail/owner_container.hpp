@@ -169,9 +169,10 @@ class owner_container {
           std::get<0>(part).push_back(static_cast<K>(std::get<0>(pairs[i])));
           std::get<1>(part).push_back(static_cast<V>(std::get<1>(pairs[i])));
         });
+    auto& parts = args;  // a lambda names a structured binding only from clang 16 on: capture a reference to it
     return t_.template call_batch<Op, batch_insert_result, merge_counts>(
         batch_insert_result{}, std::move(cut),
-        [&](std::size_t part, const std::vector<std::size_t>&) { return std::move(args[part]); });
+        [&](std::size_t part, const std::vector<std::size_t>&) { return std::move(parts[part]); });
   }
 
   engine t_;
