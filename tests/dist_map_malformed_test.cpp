@@ -50,7 +50,6 @@ struct owner_table_test_access {
   using table = decltype(std::declval<map_type&>().t_);
   using bytes = std::span<const std::byte>;
 
-  static table& of(map_type& m) { return m.t_; }
   static u32 id(map_type& m) { return m.t_.id_; }
   /// The slots whose requests wait for a reply now.
   static std::vector<u32> waiting_slots(map_type& m) {

@@ -75,7 +75,9 @@
 //
 // Errors: container_full when an insert does not fit under capacity_per_rank (single forms: from the future;
 // post_ forms: from wait / flush; batches and dist_multimap::try_insert return the exact counts instead);
-// remote_error when fn throws at the owner; usage_error for a bad layout or calling serve/close on the wrong ranks.
+// remote_error when fn throws at the owner; usage_error for a bad layout or calling serve/close on the wrong ranks;
+// shoal::error "... (corrupt stream)" when a malformed message reaches a handler (refused before anything is touched,
+// reported to its sender at am::barrier; docs/testing.md, "Malformed messages").
 //
 //   shoal::dist_map<std::uint64_t, std::string> m;                   // collective
 //   m.insert(42, "answer");

@@ -125,15 +125,14 @@ class group_chunk final : public reply_cells<typename Op::wire, R, Convert, grou
     for (std::uint32_t i = std::exchange(first_unsent_, used_); i < used_; ++i) this->set_error(i, e);
   }
 
+  // `first` comes from this rank's own request slot (first <= used_); `index` and `n` from the message.
   void fail_member(std::exception_ptr e, std::uint32_t first, std::uint32_t index) override {
-    if (first >= used_ || index >= used_ - first) {
-      throw error("shoal::dist_map: malformed group error (corrupt stream)");
-    }
+    if (index >= used_ - first) throw error("shoal::dist_map: malformed group error (corrupt stream)");
     this->fail(std::move(e), first + index);
   }
 
   void arrive_group(const std::byte* results, std::uint32_t n, std::uint32_t first) override {
-    if (first > used_ || n > used_ - first) throw error("shoal::dist_map: malformed group reply (corrupt stream)");
+    if (n > used_ - first) throw error("shoal::dist_map: malformed group reply (corrupt stream)");
     for (std::uint32_t i = 0; i < n; ++i) {
       if (!this->cell_done(first + i)) this->arrive(result_codec<wire>::read(results, n, i), first + i);
     }  // (a done one failed at the owner: its error came first)
