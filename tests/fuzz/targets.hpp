@@ -387,8 +387,7 @@ inline void ordered_map_wire(const std::string& in) {
   }
   std::vector<std::byte> first_buffer, second_buffer;
   const auto first = codec::encode(m, first_buffer);
-  const std::vector<std::byte> bytes(first.begin(), first.end());
-  const auto again = codec::decode(bytes);  // must not throw: these bytes are an encoding
+  const auto again = codec::decode(first);  // must not throw: these bytes are an encoding
   const auto second = codec::encode(again, second_buffer);
   expect(std::equal(first.begin(), first.end(), second.begin(), second.end()),
          "a decoded message, encoded and decoded again, encodes differently");
