@@ -1,5 +1,7 @@
 // dist_map's handlers given malformed messages: a request of the wrong size, a reply or an error naming a request
-// slot that no request waits in (never used, or answered already), an error naming an operation outside its group.
+// slot that no request waits in (never used, or answered already), a reply of another kind than the request waiting
+// in its slot (a batch's bytes to a group, a group's to a batch, a reply of another result type), an error naming an
+// operation outside its group.
 // Each is refused with an error that says "corrupt stream", reported to the sender at its next am::barrier() like
 // any handler failure, before anything is read out of bounds or any future is completed; the map works on
 // afterwards with exactly what it held. The messages are made through owner_table_test_access, the one way into
@@ -83,6 +85,10 @@ struct owner_table_test_access {
   }
   static void single_reply(map_type& m, int to, u32 slot) {
     shoal::post(to, typename table::template on_reply<std::optional<u32>>{}, id(m), slot, std::optional<u32>(5));
+  }
+  /// An insert batch's reply (its counts): a result type no find waits for.
+  static void counts_reply(map_type& m, int to, u32 slot) {
+    shoal::post(to, typename table::template on_reply<batch_insert_result>{}, id(m), slot, batch_insert_result{});
   }
   static void reply_error(map_type& m, int to, u32 slot) {
     shoal::post(to, &table::on_reply_error, id(m), slot, std::string("made up"));
@@ -214,6 +220,54 @@ TEST(dist_map_malformed, a_group_error_naming_an_operation_outside_its_group_is_
   expect_refused("malformed group error");
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(group[i].get(), std::optional<u32>(theirs[i])) << i;
   m.flush();
+  expect_holds(m, keys);
+}
+
+TEST(dist_map_malformed, a_reply_of_another_kind_than_its_slot_waits_for_is_refused) {
+  if (shoal::size() < 2) GTEST_SKIP() << "needs requests waiting for another rank (at one rank all run here)";
+  map_type m;
+  const auto keys = fill(m, 400);
+  std::vector<u32> theirs;  // this rank's keys that the next rank owns
+  for (u32 k : keys) {
+    if (m.owner(k) == right() && theirs.size() < 4) theirs.push_back(k);
+  }
+  ASSERT_EQ(theirs.size(), 4u);
+  // Each injected reply names the one slot waiting then; the barrier that reports it also lets the true reply in.
+  auto waiting_slot = [&] {
+    const auto slots = access::waiting_slots(m);
+    EXPECT_EQ(slots.size(), 1u);
+    return slots.empty() ? u32{0} : slots[0];
+  };
+
+  // A group of finds waits (the insert posted after them sends it; its reply cannot have come yet): a batch's reply
+  // (bytes for 3 results) and a reply of another result type are refused.
+  using inject = void (*)(map_type&, u32 slot);
+  const inject to_group[] = {[](map_type& mm, u32 slot) { access::keyed_reply(mm, me(), words({slot, 0, 1, 2, 3})); },
+                             [](map_type& mm, u32 slot) { access::counts_reply(mm, me(), slot); }};
+  for (inject wrong : to_group) {
+    std::vector<shoal::future<std::optional<u32>>> group;
+    for (std::size_t i = 0; i < 3; ++i) group.push_back(m.async_find(theirs[i]));
+    m.post_insert_or_assign(theirs[3], theirs[3]);
+    const u32 slot = waiting_slot();
+    wrong(m, slot);
+    expect_refused("request slot " + std::to_string(slot) + ", whose request waits for another kind of reply");
+    for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(group[i].get(), std::optional<u32>(theirs[i])) << i;
+    m.flush();
+  }
+
+  // A batch's part waits: a group's reply, a single find's and a group error are refused.
+  const inject to_batch[] = {[](map_type& mm, u32 slot) { access::group_reply(mm, me(), words({slot, 0})); },
+                             [](map_type& mm, u32 slot) { access::single_reply(mm, me(), slot); },
+                             [](map_type& mm, u32 slot) { access::group_error(mm, me(), slot, 0); }};
+  for (inject wrong : to_batch) {
+    auto batch = m.async_find_batch(theirs);
+    wrong(m, waiting_slot());
+    expect_refused("waits for another kind of reply");
+    const auto found = batch.get();
+    ASSERT_EQ(found.size(), theirs.size());
+    for (std::size_t i = 0; i < theirs.size(); ++i) EXPECT_EQ(found[i], std::optional<u32>(theirs[i])) << i;
+  }
+  EXPECT_TRUE(access::waiting_slots(m).empty());
   expect_holds(m, keys);
 }
 

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "shoal/am/detail/code_ranges.hpp"
 #include "shoal/am/detail/quiescence.hpp"
 #include "shoal/am/detail/receiving.hpp"
 #include "shoal/am/detail/rpc_slots.hpp"
@@ -458,14 +459,21 @@ class engine {
     if (b.left == 0) {  // a new group
       std::int32_t word;
       std::uint32_t count;
-      if (static_cast<std::size_t>(b.end - b.pos) < group_header_bytes) throw_corrupt();
+      if (static_cast<std::size_t>(b.end - b.pos) < group_header_bytes) throw_corrupt(b, "a header cut short");
       std::memcpy(&word, b.pos, sizeof word);
       std::memcpy(&b.function, b.pos + 4, sizeof b.function);
       std::memcpy(&count, b.pos + 8, sizeof count);
       std::memcpy(&b.team, b.pos + 12, sizeof b.team);
-      if (count == 0) throw_corrupt();
+      if (count == 0) throw_corrupt(b, "a group of no messages");
+      // The words are offsets from the anchor: one outside the program's code would jump into data or unmapped memory.
+      const std::intptr_t run = anchor_address() + word;
+      if (!code_.contains(static_cast<std::uintptr_t>(run)) ||
+          (b.function != 0 && !code_.contains(static_cast<std::uintptr_t>(anchor_address() + b.function))))
+          [[unlikely]] {
+        throw_corrupt(b, "a handler word that names no code of this program");
+      }
       b.pos += group_header_bytes;
-      b.run = reinterpret_cast<trampoline>(anchor_address() + word);
+      b.run = reinterpret_cast<trampoline>(run);
       b.left = count;
     }
     --b.left;
@@ -494,7 +502,17 @@ class engine {
                       "vector, and pass that)");
   }
 
-  [[noreturn]] static void throw_corrupt() { throw error("shoal::am: malformed message group (corrupt stream)"); }
+  /// A group that cannot be read: the rest of its buffer is dropped (nothing after it can be found) and the error
+  /// goes to the caller of the progress step that met it. Its messages are never counted as handled, so a later
+  /// am::barrier would not see quiescence: a corrupt stream ends the program's use of shoal.
+  [[noreturn]] static void throw_corrupt(rx_buffer& b, const char* what) {
+    b.pos = b.end;
+    b.left = 0;
+    throw error("shoal::am: malformed message group from rank " + std::to_string(b.source) + ": " + what +
+                " (corrupt stream)");
+  }
+
+  friend struct engine_test_access;  // tests/am_malformed_test.cpp: delivers buffers no sender wrote
 
   // Declaration order is construction order: the communicator first, the receives (cancelled at destruction) after
   // the pool and the sends they use.
@@ -527,6 +545,7 @@ class engine {
 
   std::vector<std::string> errors_;
   rpc_slots rpcs_;
+  code_ranges code_{static_cast<std::uintptr_t>(anchor_address())};  // where received handler words may point
 };
 
 /// Sends made while it lives belong to team `id` (messages of a container on that team); restores the previous team.

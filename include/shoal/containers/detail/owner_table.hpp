@@ -515,6 +515,7 @@ class owner_table {
     receiver_base* target = nullptr;
     layer::state_ptr<layer::counted> keep;  // target's owner: alive until the reply came, futures or not
     std::uint32_t part = 0;
+    const void* kind = nullptr;  // kind_of<the target's type>: which replies may name this slot
   };
 
   std::string failure_text(const std::exception& e) const {
@@ -686,7 +687,8 @@ class owner_table {
     ledger_.issued();
   }
 
-  std::uint32_t add_pending(receiver_base* target, layer::state_ptr<layer::counted> keep, std::uint32_t part) {
+  template <class Receiver>
+  std::uint32_t add_pending(Receiver* target, layer::state_ptr<layer::counted> keep, std::uint32_t part) {
     std::uint32_t slot;
     if (free_slots_.empty()) {
       slot = static_cast<std::uint32_t>(pending_.size());
@@ -695,28 +697,40 @@ class owner_table {
       slot = free_slots_.back();
       free_slots_.pop_back();
     }
-    pending_[slot] = {target, std::move(keep), part};
+    pending_[slot] = {target, std::move(keep), part, kind_of<Receiver>};
     return slot;
   }
 
   /// True while a request of this rank waits for its reply.
   bool replies_out() const { return pending_.size() != free_slots_.size(); }
 
-  /// The request waiting in `slot`, which a reply or an error message names. A slot out of range, or one not waiting
-  /// (free, or its reply already came), means a corrupt stream: an error before anything is touched.
+  /// The request waiting in `slot`, which a reply or an error message names, for a reply delivered through one of
+  /// `Interfaces` (none given: through receiver_base alone, which every kind has). A slot out of range, one not waiting
+  /// (free, or its reply already came) or one waiting for another kind of reply means a corrupt stream: an error
+  /// before anything is touched.
+  template <class... Interfaces>
   pending& waiting(std::uint32_t slot) {
     if (slot >= pending_.size() || pending_[slot].target == nullptr) [[unlikely]] throw_not_waiting(slot);
-    return pending_[slot];
+    pending& p = pending_[slot];
+    if constexpr (sizeof...(Interfaces) > 0) {
+      if (((p.kind != &receiver_kind<Interfaces>)&&...)) [[unlikely]] throw_other_kind(slot);
+    }
+    return p;
   }
   /// Takes the request waiting in `slot` (waiting()); the slot is free again, and a second reply naming it is refused.
+  template <class... Interfaces>
   pending take_pending(std::uint32_t slot) {
-    pending p = std::exchange(waiting(slot), pending{});
+    pending p = std::exchange(waiting<Interfaces...>(slot), pending{});
     free_slots_.push_back(slot);
     return p;
   }
   [[noreturn]] void throw_not_waiting(std::uint32_t slot) const {
     throw error(name_ + ": reply for request slot " + std::to_string(slot) +
                 ", which no request of this rank waits in (corrupt stream)");
+  }
+  [[noreturn]] void throw_other_kind(std::uint32_t slot) const {
+    throw error(name_ + ": reply for request slot " + std::to_string(slot) +
+                ", whose request waits for another kind of reply (corrupt stream)");
   }
 
   // ---- handlers (run at the owner, or back at the origin) ------------------------------------------------------
@@ -754,7 +768,8 @@ class owner_table {
   template <class Wire>
   struct on_reply {
     void operator()(std::uint32_t id, std::uint32_t slot, Wire w) const {
-      pending p = lookup(id).take_pending(slot);
+      // A group's receiver takes single replies too (a group of one leaves as a single request).
+      pending p = lookup(id).template take_pending<receiver<Wire>, group_receiver<Wire>>(slot);
       static_cast<receiver<Wire>*>(p.target)->arrive(std::move(w), p.part);
     }
   };
@@ -803,12 +818,12 @@ class owner_table {
     auto& self = lookup(id);
     const byte_batch_header h = byte_batch_header::read(bytes.data(), bytes.size());
     if (h.word != 0) return;
-    const pending& p = self.waiting(h.slot);
+    const pending& p = self.template waiting<keyed_bytes_receiver<W>>(h.slot);
     auto& target = *static_cast<keyed_bytes_receiver<W>*>(p.target);
     if (bytes.size() != byte_batch_header::bytes + target.size(p.part) * result_codec<W>::bytes) {
       throw error("shoal::dist_map: malformed batch reply (corrupt stream)");
     }
-    pending taken = self.take_pending(h.slot);
+    pending taken = self.template take_pending<keyed_bytes_receiver<W>>(h.slot);
     static_cast<keyed_bytes_receiver<W>*>(taken.target)->arrive_bytes(bytes.data() + byte_batch_header::bytes,
                                                                         taken.part);
   }
@@ -920,7 +935,7 @@ class owner_table {
     if (bytes.size() != byte_batch_header::bytes + std::size_t{h.word} * result_codec<Wire>::bytes) {
       throw error("shoal::dist_map: malformed group reply (corrupt stream)");
     }
-    pending p = self.take_pending(h.slot);
+    pending p = self.template take_pending<group_receiver<Wire>>(h.slot);
     static_cast<group_receiver<Wire>*>(p.target)->arrive_group(bytes.data() + byte_batch_header::bytes, h.word,
                                                                 p.part);
   }
@@ -928,7 +943,7 @@ class owner_table {
   /// Operation `index` of a group failed at its owner (the group's reply follows).
   template <class Wire>
   static void on_group_error(std::uint32_t id, std::uint32_t slot, std::uint32_t index, std::string what) {
-    const pending& p = lookup(id).waiting(slot);
+    const pending& p = lookup(id).template waiting<group_receiver<Wire>>(slot);
     static_cast<group_receiver<Wire>*>(p.target)->fail_member(std::make_exception_ptr(remote_error(what)), p.part,
                                                                index);
   }

@@ -63,6 +63,7 @@ struct unsent_group {
 /// (receiver<Wire>::arrive).
 template <class Wire>
 struct group_receiver : receiver<Wire> {
+  using interface = group_receiver;  // takes group replies too (a group of one: receiver<Wire>'s replies)
   virtual void arrive_group(const std::byte* results, std::uint32_t n, std::uint32_t first) = 0;
   /// Operation `index` of the group that starts at operation `first` failed at its owner.
   virtual void fail_member(std::exception_ptr e, std::uint32_t first, std::uint32_t index) = 0;

@@ -44,11 +44,20 @@ struct receiver_base {
 };
 template <class Wire>
 struct receiver : receiver_base {
+  using interface = receiver;  // what its replies are delivered through (receiver_kind)
   virtual void arrive(Wire&& w, std::uint32_t part) = 0;
 
  protected:
   ~receiver() = default;
 };
+
+/// The kind of a request waiting for replies: the address of receiver_kind<T::interface>, kept beside it in the
+/// pending table, so that a reply's handler casts only a receiver of the interface it delivers through (a corrupt
+/// reply naming a live slot of another kind is refused, not cast to the wrong type).
+template <class Interface>
+inline constexpr char receiver_kind = 0;
+template <class T>
+inline constexpr const void* kind_of = &receiver_kind<typename T::interface>;
 
 /// The most futures of single operations allocated together (a chunk), and so the largest group (groups.hpp).
 inline constexpr std::uint32_t future_chunk_size = 256;
@@ -137,6 +146,7 @@ struct batch_receiver final : receiver<Wire>, batch_state<R> {
 /// part in the cut's order, written straight back to their input positions.
 template <class W>
 struct keyed_bytes_receiver final : receiver_base, batch_state<std::vector<W>> {
+  using interface = keyed_bytes_receiver;
   std::vector<std::uint32_t> order;  // the cut's input positions, grouped by part
   std::vector<std::uint32_t> start;  // per part, its first index in order (and one past the last part)
   std::size_t size(std::uint32_t part) const { return start[part + 1] - start[part]; }
