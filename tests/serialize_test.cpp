@@ -1,6 +1,7 @@
 // Serialization and hashing: the rules every container and message shares.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
@@ -127,6 +128,63 @@ TEST(Serialize, MalformedDataIsAClearError) {
   EXPECT_EQ(r.read<std::vector<bool>>(), flags);
   EXPECT_EQ((r.read<std::vector<std::vector<std::string>>>()), nested);
   EXPECT_EQ(r.remaining(), 0u);
+}
+
+// The same inside types cereal writes (tuples, maps, sets, user types): a string or vector whose length claims more
+// bytes than are left, and a map whose count does, are shoal::errors before anything is allocated for them (cereal's
+// own binary archive resized a string to 2^40 bytes, zero-filled, before finding them missing); a container of empty
+// elements, which take no bytes, still reads; and what the writer produces reads back.
+struct nothing {
+  template <class Archive>
+  void serialize(Archive&) {}
+  friend bool operator==(const nothing&, const nothing&) = default;
+};
+
+TEST(Serialize, MalformedSizesInsideCerealTypesAreClearErrors) {
+  auto what_of = [](auto&& read) -> std::string {
+    try {
+      read();
+    } catch (const shoal::error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  auto with_size_at = [](std::vector<std::byte> b, std::size_t at, std::uint64_t size) {
+    std::memcpy(b.data() + at, &size, sizeof size);
+    return b;
+  };
+  using tuple_type = std::tuple<std::string, int>;
+  const auto tuple_bytes = shoal::to_bytes(tuple_type{"abc", 7});  // [length][abc][7]
+  const auto huge_string = with_size_at(tuple_bytes, 0, std::uint64_t{1} << 40);
+  EXPECT_NE(what_of([&] { shoal::from_bytes<tuple_type>(huge_string); })
+                .find("truncated serialized data (1099511627776 elements announced, 7 bytes left)"),
+            std::string::npos);
+  using map_type = std::map<int, std::string>;
+  const auto map_bytes = shoal::to_bytes(map_type{{1, "x"}, {2, "yy"}});  // [count][key][length][bytes]...
+  EXPECT_NE(what_of([&] { shoal::from_bytes<map_type>(with_size_at(map_bytes, 0, std::uint64_t{1} << 62)); })
+                .find("elements announced"),
+            std::string::npos);
+  EXPECT_NE(what_of([&] { shoal::from_bytes<map_type>(with_size_at(map_bytes, 12, 100000)); })
+                .find("truncated serialized data (100000 elements announced, 15 bytes left)"),
+            std::string::npos);
+  // A size within what empty elements may take (checked_input_archive::empty_elements_allowed): its bytes are missing.
+  EXPECT_NE(what_of([&] { shoal::from_bytes<map_type>(with_size_at(map_bytes, 12, 1000)); })
+                .find("truncated serialized data (needed 1000 bytes, 15 left)"),
+            std::string::npos);
+  const auto person_bytes = shoal::to_bytes(person{"ann", {1, 2}});  // [length][ann][count][ints]
+  EXPECT_NE(what_of([&] { shoal::from_bytes<person>(with_size_at(person_bytes, 11, std::uint64_t{1} << 61)); })
+                .find("elements announced"),
+            std::string::npos);
+  // Cut short: the missing bytes are a shoal::error too (cereal's archive threw its own exception type).
+  const std::vector<std::byte> cut(map_bytes.begin(), map_bytes.end() - 1);
+  EXPECT_NE(what_of([&] { shoal::from_bytes<map_type>(cut); }).find("truncated serialized data"), std::string::npos);
+  // Empty elements take no bytes: a tuple holding a vector of 1,000 of them reads back.
+  const std::tuple<std::vector<nothing>, int> empties{std::vector<nothing>(1000), 5};
+  EXPECT_EQ((shoal::from_bytes<std::tuple<std::vector<nothing>, int>>(shoal::to_bytes(empties))), empties);
+  // Round trips.
+  EXPECT_EQ(shoal::from_bytes<tuple_type>(tuple_bytes), (tuple_type{"abc", 7}));
+  EXPECT_EQ(shoal::from_bytes<map_type>(map_bytes), (map_type{{1, "x"}, {2, "yy"}}));
+  EXPECT_EQ(shoal::from_bytes<person>(person_bytes), (person{"ann", {1, 2}}));
 }
 
 TEST(Hash, SameOnEveryRankAndSeeded) {

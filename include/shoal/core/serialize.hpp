@@ -2,8 +2,10 @@
 //
 // One rule for the whole library: a trivially copyable type travels as its bytes; std::string and std::vector of
 // trivially copyable elements as a length and their bytes; every other type (maps, tuples, nested containers, user
-// types with a cereal `serialize` function) through cereal's binary archive. A type that fits none of these is
-// rejected at compile time by the `serializable` concept, whose name appears in the error.
+// types with a cereal `serialize` function) through cereal's binary archive — written by cereal::BinaryOutputArchive
+// and read back by detail::checked_input_archive (the same bytes, every container size checked against the bytes
+// left before anything is allocated for it). A type that fits none of these is rejected at compile time by the
+// `serializable` concept, whose name appears in the error.
 #pragma once
 
 #include <cereal/archives/binary.hpp>
@@ -22,7 +24,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <istream>
 #include <ostream>
 #include <span>
 #include <streambuf>
@@ -31,6 +32,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "shoal/core/detail/checked_archive.hpp"
 #include "shoal/core/error.hpp"
 
 namespace shoal {
@@ -56,10 +58,11 @@ concept contiguous_serializable =
     (requires { typename T::value_type; } && std::is_same_v<T, std::vector<typename T::value_type>> &&
      !std::is_same_v<typename T::value_type, bool> && trivially_serializable<typename T::value_type>);
 
-/// Serialized by cereal (standard containers, tuples, user types with a serialize/save/load function).
+/// Serialized by cereal (standard containers, tuples, user types with a serialize/save/load function template: the
+/// bytes are read back by shoal's checked binary archive, not cereal::BinaryInputArchive).
 template <class T>
 concept cereal_serializable = cereal::traits::is_output_serializable<T, cereal::BinaryOutputArchive>::value &&
-                              cereal::traits::is_input_serializable<T, cereal::BinaryInputArchive>::value &&
+                              cereal::traits::is_input_serializable<T, detail::checked_input_archive>::value &&
                               std::is_default_constructible_v<T>;
 
 namespace detail {
@@ -98,17 +101,6 @@ class vector_outbuf : public std::streambuf {
 
  private:
   std::vector<std::byte>& out_;
-};
-
-/// std::streambuf over a read-only byte range (for cereal's input archive).
-class span_inbuf : public std::streambuf {
- public:
-  span_inbuf(const std::byte* begin, const std::byte* end) {
-    auto* b = const_cast<char*>(reinterpret_cast<const char*>(begin));
-    auto* e = const_cast<char*>(reinterpret_cast<const char*>(end));
-    setg(b, b, e);
-  }
-  std::size_t consumed() const { return static_cast<std::size_t>(gptr() - eback()); }
 };
 
 }  // namespace detail
@@ -235,12 +227,10 @@ class byte_reader {
       for (std::uint64_t i = 0; i < n; ++i) v.push_back(read<typename T::value_type>());
       return v;
     } else {
-      detail::span_inbuf buf(pos_, end_);
-      std::istream is(&buf);
-      cereal::BinaryInputArchive ar(is);
+      detail::checked_input_archive ar(pos_, end_);
       T v{};
       ar(v);
-      pos_ += buf.consumed();
+      pos_ = ar.position();
       return v;
     }
   }
