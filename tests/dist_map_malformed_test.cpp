@@ -147,6 +147,25 @@ void expect_holds(map_type& m, const std::vector<u32>& keys) {
   EXPECT_EQ(m.size(), keys.size() * static_cast<std::size_t>(shoal::size()));
 }
 
+/// fill(m, 400), and the first 4 of those keys that the next rank owns.
+std::pair<std::vector<u32>, std::vector<u32>> fill_with_theirs(map_type& m) {
+  std::pair<std::vector<u32>, std::vector<u32>> out{fill(m, 400), {}};
+  for (u32 k : out.first) {
+    if (m.owner(k) == right() && out.second.size() < 4) out.second.push_back(k);
+  }
+  return out;
+}
+
+/// Three finds of `theirs` in one group, sent to the next rank (the insert posted after them sends the open group;
+/// its reply cannot have come yet): their futures, and the slot the group waits in.
+std::pair<std::vector<shoal::future<std::optional<u32>>>, std::vector<u32>> group_waiting(
+    map_type& m, const std::vector<u32>& theirs) {
+  std::vector<shoal::future<std::optional<u32>>> group;
+  for (std::size_t i = 0; i < 3; ++i) group.push_back(m.async_find(theirs[i]));
+  m.post_insert_or_assign(theirs[3], theirs[3]);
+  return {std::move(group), access::waiting_slots(m)};
+}
+
 TEST(dist_map_malformed, requests_of_the_wrong_size_are_refused) {
   map_type m;
   const auto keys = fill(m, 200);
@@ -205,16 +224,9 @@ TEST(dist_map_malformed, replies_naming_no_waiting_request_are_refused) {
 TEST(dist_map_malformed, a_group_error_naming_an_operation_outside_its_group_is_refused) {
   if (shoal::size() < 2) GTEST_SKIP() << "needs a group sent to another rank (at one rank every group runs here)";
   map_type m;
-  const auto keys = fill(m, 400);
-  std::vector<u32> theirs;  // this rank's keys that the next rank owns
-  for (u32 k : keys) {
-    if (m.owner(k) == right() && theirs.size() < 4) theirs.push_back(k);
-  }
+  const auto [keys, theirs] = fill_with_theirs(m);
   ASSERT_EQ(theirs.size(), 4u);
-  std::vector<shoal::future<std::optional<u32>>> group;
-  for (std::size_t i = 0; i < 3; ++i) group.push_back(m.async_find(theirs[i]));
-  m.post_insert_or_assign(theirs[3], theirs[3]);  // sends the open group first (its reply cannot have come yet)
-  const auto slots = access::waiting_slots(m);
+  auto [group, slots] = group_waiting(m, theirs);
   ASSERT_EQ(slots.size(), 1u);
   access::group_error(m, me(), slots[0], 3);  // the group holds operations 0..2
   expect_refused("malformed group error");
@@ -226,29 +238,18 @@ TEST(dist_map_malformed, a_group_error_naming_an_operation_outside_its_group_is_
 TEST(dist_map_malformed, a_reply_of_another_kind_than_its_slot_waits_for_is_refused) {
   if (shoal::size() < 2) GTEST_SKIP() << "needs requests waiting for another rank (at one rank all run here)";
   map_type m;
-  const auto keys = fill(m, 400);
-  std::vector<u32> theirs;  // this rank's keys that the next rank owns
-  for (u32 k : keys) {
-    if (m.owner(k) == right() && theirs.size() < 4) theirs.push_back(k);
-  }
+  const auto [keys, theirs] = fill_with_theirs(m);
   ASSERT_EQ(theirs.size(), 4u);
   // Each injected reply names the one slot waiting then; the barrier that reports it also lets the true reply in.
-  auto waiting_slot = [&] {
-    const auto slots = access::waiting_slots(m);
-    EXPECT_EQ(slots.size(), 1u);
-    return slots.empty() ? u32{0} : slots[0];
-  };
 
-  // A group of finds waits (the insert posted after them sends it; its reply cannot have come yet): a batch's reply
-  // (bytes for 3 results) and a reply of another result type are refused.
+  // A group of finds waits: a batch's reply (bytes for 3 results) and a reply of another result type are refused.
   using inject = void (*)(map_type&, u32 slot);
   const inject to_group[] = {[](map_type& mm, u32 slot) { access::keyed_reply(mm, me(), words({slot, 0, 1, 2, 3})); },
                              [](map_type& mm, u32 slot) { access::counts_reply(mm, me(), slot); }};
   for (inject wrong : to_group) {
-    std::vector<shoal::future<std::optional<u32>>> group;
-    for (std::size_t i = 0; i < 3; ++i) group.push_back(m.async_find(theirs[i]));
-    m.post_insert_or_assign(theirs[3], theirs[3]);
-    const u32 slot = waiting_slot();
+    auto [group, slots] = group_waiting(m, theirs);
+    ASSERT_EQ(slots.size(), 1u);
+    const u32 slot = slots[0];
     wrong(m, slot);
     expect_refused("request slot " + std::to_string(slot) + ", whose request waits for another kind of reply");
     for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(group[i].get(), std::optional<u32>(theirs[i])) << i;
@@ -261,7 +262,9 @@ TEST(dist_map_malformed, a_reply_of_another_kind_than_its_slot_waits_for_is_refu
                              [](map_type& mm, u32 slot) { access::group_error(mm, me(), slot, 0); }};
   for (inject wrong : to_batch) {
     auto batch = m.async_find_batch(theirs);
-    wrong(m, waiting_slot());
+    const auto slots = access::waiting_slots(m);
+    ASSERT_EQ(slots.size(), 1u);
+    wrong(m, slots[0]);
     expect_refused("waits for another kind of reply");
     const auto found = batch.get();
     ASSERT_EQ(found.size(), theirs.size());

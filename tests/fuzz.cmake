@@ -3,7 +3,7 @@
 # shoal-fuzz runs each target (SHOAL_FUZZ_TARGET) for 10 s from its seed corpus (fuzz.libfuzzer.<target>).
 find_package(ZLIB REQUIRED)
 find_package(nlohmann_json REQUIRED)
-set(SHOAL_FUZZ_TARGETS key_box settings kv_trace ufx reads reads_gzip fasta flights_message ordered_map_wire)
+set(SHOAL_FUZZ_TARGETS key_box settings kv_trace ufx reads reads_gzip fasta flights_message ordered_map_wire serialized_values)
 set(_fuzz_corpus ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
 
 add_executable(fuzz_test fuzz_test.cpp)

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "shoal/core.hpp"
@@ -85,6 +86,17 @@ TEST(Serialize, TruncatedDataIsAClearError) {
   EXPECT_EQ(small.remaining(), 2u);
 }
 
+/// The text of the shoal::error that read() throws ("no error" when it returns).
+template <class Read>
+std::string what_of(Read&& read) {
+  try {
+    read();
+  } catch (const shoal::error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 // Bytes that no writer produced (a corrupted or malformed message): a bool byte other than 0 or 1, a length so large
 // that length × element size wraps around, a vector of strings whose length claims more elements than bytes are left.
 // Each is a shoal::error naming what is wrong, before anything is allocated for it (found by the ordered map's wire
@@ -94,14 +106,6 @@ TEST(Serialize, MalformedDataIsAClearError) {
     std::vector<std::byte> b(words.size() * 8);
     std::memcpy(b.data(), std::data(words), b.size());
     return b;
-  };
-  auto what_of = [](auto&& read) -> std::string {
-    try {
-      read();
-    } catch (const shoal::error& e) {
-      return e.what();
-    }
-    return "no error";
   };
   const std::vector<std::byte> two{std::byte{2}};
   EXPECT_NE(what_of([&] { shoal::byte_reader(two).read<bool>(); }).find("malformed serialized data (a bool of value 2)"),
@@ -132,8 +136,9 @@ TEST(Serialize, MalformedDataIsAClearError) {
 
 // The same inside types cereal writes (tuples, maps, sets, user types): a string or vector whose length claims more
 // bytes than are left, and a map whose count does, are shoal::errors before anything is allocated for them (cereal's
-// own binary archive resized a string to 2^40 bytes, zero-filled, before finding them missing); a container of empty
-// elements, which take no bytes, still reads; and what the writer produces reads back.
+// own binary archive resized a string to 2^40 bytes, zero-filled, before finding them missing); so are a bool byte
+// other than 0 or 1 and a variant index out of range; a container of empty elements, which take no bytes, still
+// reads; and what the writer produces reads back.
 struct nothing {
   template <class Archive>
   void serialize(Archive&) {}
@@ -141,14 +146,6 @@ struct nothing {
 };
 
 TEST(Serialize, MalformedSizesInsideCerealTypesAreClearErrors) {
-  auto what_of = [](auto&& read) -> std::string {
-    try {
-      read();
-    } catch (const shoal::error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
   auto with_size_at = [](std::vector<std::byte> b, std::size_t at, std::uint64_t size) {
     std::memcpy(b.data() + at, &size, sizeof size);
     return b;
@@ -178,6 +175,18 @@ TEST(Serialize, MalformedSizesInsideCerealTypesAreClearErrors) {
   // Cut short: the missing bytes are a shoal::error too (cereal's archive threw its own exception type).
   const std::vector<std::byte> cut(map_bytes.begin(), map_bytes.end() - 1);
   EXPECT_NE(what_of([&] { shoal::from_bytes<map_type>(cut); }).find("truncated serialized data"), std::string::npos);
+  // A bool inside a tuple from a byte of 2, and a variant's index out of range (cereal's own check: its exception
+  // leaves as a shoal::error).
+  auto flag_bytes = shoal::to_bytes(std::tuple<int, bool>{1, true});
+  flag_bytes.back() = std::byte{2};
+  EXPECT_NE(what_of([&] { shoal::from_bytes<std::tuple<int, bool>>(flag_bytes); })
+                .find("malformed serialized data (a bool of value 2)"),
+            std::string::npos);
+  using variant_type = std::tuple<std::variant<int, std::string>>;
+  auto variant_bytes = shoal::to_bytes(variant_type{5});  // [int32 index][int]
+  variant_bytes[0] = std::byte{7};
+  EXPECT_NE(what_of([&] { shoal::from_bytes<variant_type>(variant_bytes); }).find("malformed serialized data ("),
+            std::string::npos);
   // Empty elements take no bytes: a tuple holding a vector of 1,000 of them reads back.
   const std::tuple<std::vector<nothing>, int> empties{std::vector<nothing>(1000), 5};
   EXPECT_EQ((shoal::from_bytes<std::tuple<std::vector<nothing>, int>>(shoal::to_bytes(empties))), empties);

@@ -22,6 +22,9 @@
 //   ordered_map_wire the ordered map's message codec (detail::      shoal::error        encoding the decoded message
 //                    ordered_map::codec<int64, string>::decode)                         and decoding it again gives
 //                                                                                       the same bytes
+//   serialized_values shoal::byte_reader on a tuple of cereal types  shoal::error        writing the value read and
+//                    (map, variant, optional, a user type, bool)                        reading it again writes the
+//                    and shoal's own (vector of strings)                                same bytes
 //   flights_message  flights::parse_client_message (WebSocket)      none: an error      boxes in range, west <= east,
 //                                                                   message, and its    south <= north; the error
 //                                                                   JSON reply          reply is valid JSON
@@ -36,10 +39,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +61,7 @@
 #include "shoal/core/detail/faults.hpp"
 #include "shoal/core/detail/size_parse.hpp"
 #include "shoal/core/error.hpp"
+#include "shoal/core/serialize.hpp"
 
 namespace shoal::testing::fuzz {
 
@@ -393,6 +401,36 @@ inline void ordered_map_wire(const std::string& in) {
          "a decoded message, encoded and decoded again, encodes differently");
 }
 
+/// A user type that cereal serializes (as a value of a container or a message argument would be).
+struct fuzz_record {
+  std::string name;
+  std::vector<std::int32_t> ids;
+  std::optional<double> weight;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(name, ids, weight);
+  }
+};
+using serialized_value = std::tuple<std::map<std::int32_t, std::string>, std::vector<std::string>,
+                                    std::variant<std::int64_t, std::string>, fuzz_record, bool>;
+
+/// Every stored value and message argument that is not plain bytes goes through shoal::byte_reader, and cereal's
+/// types through its checked archive: bytes that no writer produced must end in shoal::error, never in a read past
+/// the bytes, an allocation of whatever a size says or an invalid value. A value that reads must write bytes that
+/// read back to a value that writes the same bytes (a map's duplicate keys collapse, so the first writing may differ
+/// from the input).
+inline void serialized_values(const std::string& in) {
+  serialized_value v;
+  try {
+    v = shoal::byte_reader(std::as_bytes(std::span(in.data(), in.size()))).read<serialized_value>();
+  } catch (const shoal::error&) {
+    return;
+  }
+  const auto first = shoal::to_bytes(v);
+  const auto second = shoal::to_bytes(shoal::from_bytes<serialized_value>(first));  // must not throw
+  expect(first == second, "a value read, written and read again writes different bytes");
+}
+
 inline void flights_message(const std::string& in) {
   const auto msg = flights::parse_client_message(in);
   if (const auto* e = std::get_if<flights::protocol_error>(&msg)) {
@@ -424,6 +462,8 @@ inline const std::vector<target>& targets() {
        detail::flights_message},
       {"ordered_map_wire", {std::string(1, '\0'), "\x01", "\x05", "\xff\xff\xff\xff", std::string(8, '\0')},
        detail::ordered_map_wire},
+      {"serialized_values", {std::string(1, '\0'), "\x01", "\x02", "\xff\xff\xff\xff", std::string(8, '\0')},
+       detail::serialized_values},
   };
   return all;
 }

@@ -195,11 +195,10 @@ class byte_reader {
 
   template <serializable T>
   T read() {
-    if constexpr (std::is_same_v<T, bool>) {  // a byte other than 0 or 1 is no bool (reading it as one is undefined)
+    if constexpr (std::is_same_v<T, bool>) {
       std::uint8_t b;
       read_bytes(&b, 1);
-      if (b > 1) [[unlikely]] throw_malformed("a bool of value " + std::to_string(b));
-      return b == 1;
+      return detail::bool_of_byte(b);
     } else if constexpr (trivially_serializable<T>) {
       T v;
       read_bytes(&v, sizeof(T));
@@ -210,7 +209,7 @@ class byte_reader {
       T v;
       constexpr std::size_t width = sizeof(typename T::value_type);
       if (n > SIZE_MAX / width) [[unlikely]] {  // n * width would wrap around
-        throw_malformed(std::to_string(n) + " elements of " + std::to_string(width) + " bytes announced");
+        detail::throw_malformed(std::to_string(n) + " elements of " + std::to_string(width) + " bytes announced");
       }
       const std::size_t bytes = static_cast<std::size_t>(n) * width;
       need(bytes);
@@ -221,7 +220,7 @@ class byte_reader {
     } else if constexpr (detail::is_element_vector<T>) {
       std::uint64_t n;
       read_bytes(&n, sizeof n);
-      if (n > remaining()) [[unlikely]] throw_truncated_count(n);  // every element takes at least one byte
+      if (n > remaining()) [[unlikely]] detail::throw_truncated_count(n, remaining());  // each element: >= 1 byte
       T v;
       v.reserve(static_cast<std::size_t>(n));
       for (std::uint64_t i = 0; i < n; ++i) v.push_back(read<typename T::value_type>());
@@ -229,7 +228,11 @@ class byte_reader {
     } else {
       detail::checked_input_archive ar(pos_, end_);
       T v{};
-      ar(v);
+      try {
+        ar(v);
+      } catch (const cereal::Exception& e) {  // what cereal checks itself (a std::variant's index out of range, ...)
+        detail::throw_malformed(e.what());
+      }
       pos_ = ar.position();
       return v;
     }
@@ -237,20 +240,9 @@ class byte_reader {
 
  private:
   // The check inlines into every read (the message decoders keep the reader in registers); the throw, with its
-  // string, stays out of line.
+  // string, stays out of line (checked_archive.hpp).
   void need(std::size_t n) const {
-    if (static_cast<std::size_t>(end_ - pos_) < n) [[unlikely]] throw_truncated(n);
-  }
-  [[noreturn, gnu::noinline, gnu::cold]] void throw_truncated(std::size_t n) const {
-    throw error("shoal: truncated serialized data (needed " + std::to_string(n) + " bytes, " +
-                std::to_string(end_ - pos_) + " left)");
-  }
-  [[noreturn, gnu::noinline, gnu::cold]] void throw_truncated_count(std::uint64_t n) const {
-    throw error("shoal: truncated serialized data (" + std::to_string(n) + " elements announced, " +
-                std::to_string(end_ - pos_) + " bytes left)");
-  }
-  [[noreturn, gnu::noinline, gnu::cold]] static void throw_malformed(const std::string& what) {
-    throw error("shoal: malformed serialized data (" + what + ")");
+    if (remaining() < n) [[unlikely]] detail::throw_truncated(n, remaining());
   }
   const std::byte* pos_;
   const std::byte* end_;
