@@ -107,7 +107,7 @@ TEST(am_malformed, a_function_word_naming_data_is_refused) {
   auto b = header(0, offset_of(&not_code[1]), 1);
   b.resize(b.size() + 8);
   access::deliver(b);
-  expect_refused("a handler word that names no code of this program");
+  expect_refused("a function word that names no code of this program");
   expect_engine_works();
 }
 

@@ -22,9 +22,9 @@
 //   ordered_map_wire the ordered map's message codec (detail::      shoal::error        encoding the decoded message
 //                    ordered_map::codec<int64, string>::decode)                         and decoding it again gives
 //                                                                                       the same bytes
-//   serialized_values shoal::byte_reader on a tuple of cereal types  shoal::error        writing the value read and
-//                    (map, variant, optional, a user type, bool)                        reading it again writes the
-//                    and shoal's own (vector of strings)                                same bytes
+//   serialized_values shoal::byte_reader on a tuple (map, vector of  shoal::error        writing the value read and
+//                    strings, variant, a user type with an optional,                    reading it again writes the
+//                    bool): cereal types, the checked archive                           same bytes
 //   flights_message  flights::parse_client_message (WebSocket)      none: an error      boxes in range, west <= east,
 //                                                                   message, and its    south <= north; the error
 //                                                                   JSON reply          reply is valid JSON

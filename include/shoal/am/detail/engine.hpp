@@ -467,10 +467,12 @@ class engine {
       if (count == 0) throw_corrupt(b, "a group of no messages");
       // The words are offsets from the anchor: one outside the program's code would jump into data or unmapped memory.
       const std::intptr_t run = anchor_address() + word;
-      if (!code_.contains(static_cast<std::uintptr_t>(run)) ||
-          (b.function != 0 && !code_.contains(static_cast<std::uintptr_t>(anchor_address() + b.function))))
-          [[unlikely]] {
+      if (!code_.contains(static_cast<std::uintptr_t>(run))) [[unlikely]] {
         throw_corrupt(b, "a handler word that names no code of this program");
+      }
+      if (b.function != 0 && !code_.contains(static_cast<std::uintptr_t>(anchor_address() + b.function)))
+          [[unlikely]] {
+        throw_corrupt(b, "a function word that names no code of this program");
       }
       b.pos += group_header_bytes;
       b.run = reinterpret_cast<trampoline>(run);
