@@ -4,6 +4,7 @@
 
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "bsgs/number_theory.hpp"
 #include "kv_trace/trace.hpp"
@@ -35,6 +36,29 @@ TEST(number_theory, step_count_is_the_ceiling_square_root) {
     EXPECT_GE(m * m, c - 1) << c;
     if (m > 1) { EXPECT_LT((m - 1) * (m - 1), c - 1) << c; }
   }
+}
+
+TEST(number_theory, geometric_run_gives_every_power_in_order_and_where_the_next_run_starts) {
+  const bsgs::u64 c = bsgs::largest_prime_below_power_of_two(44);
+  for (bsgs::u64 count : {0, 1, 3, 4, 5, 8, 11, 4096}) {
+    const bsgs::u64 x = c - 2, s = 123456789012;
+    std::vector<bsgs::u64> got;
+    const bsgs::u64 next = bsgs::geometric_run(x, s, c, count, [&](bsgs::u64 i, bsgs::u64 v) {
+      EXPECT_EQ(i, got.size());
+      got.push_back(v);
+    });
+    ASSERT_EQ(got.size(), count);
+    bsgs::u64 want = x;
+    for (bsgs::u64 i = 0; i < count; ++i) {
+      ASSERT_EQ(got[i], want) << "count " << count << ", i " << i;
+      want = bsgs::mul_mod(want, s, c);
+    }
+    EXPECT_EQ(next, want) << count;
+  }
+  // x at or above the modulus is reduced first.
+  std::vector<bsgs::u64> small;
+  bsgs::geometric_run(12, 3, 7, 3, [&](bsgs::u64, bsgs::u64 v) { small.push_back(v); });
+  EXPECT_EQ(small, (std::vector<bsgs::u64>{5, 1, 3}));
 }
 
 TEST(number_theory, sequential_bsgs_finds_the_smallest_exponent) {

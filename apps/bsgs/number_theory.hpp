@@ -31,6 +31,24 @@ inline u64 pow_mod(u64 base, u64 exponent, u64 m) {
   return result;
 }
 
+/// x, x·s, x·s², ... (count values, mod m) handed to out(i, value) in order of i; returns x·s^count, where the next
+/// run starts. Four chains, each stepping by s⁴: four 128-bit remainders are in flight at once, where a single chain
+/// waits for each one in turn (a loop that only computes powers is bound by that wait, one that also inserts each
+/// power into a table is not).
+template <class Out>
+u64 geometric_run(u64 x, u64 s, u64 m, u64 count, Out&& out) {
+  const u64 s2 = mul_mod(s, s, m), s4 = mul_mod(s2, s2, m);
+  u64 c0 = x % m, c1 = mul_mod(c0, s, m), c2 = mul_mod(c1, s, m), c3 = mul_mod(c2, s, m);
+  u64 i = 0;
+  for (; i + 4 <= count; i += 4) {
+    out(i, c0), out(i + 1, c1), out(i + 2, c2), out(i + 3, c3);
+    c0 = mul_mod(c0, s4, m), c1 = mul_mod(c1, s4, m), c2 = mul_mod(c2, s4, m), c3 = mul_mod(c3, s4, m);
+  }
+  const u64 rest[4] = {c0, c1, c2, c3};  // x·s^(i+k)
+  for (u64 k = 0; i + k < count; ++k) out(i + k, rest[k]);
+  return rest[count - i];
+}
+
 /// The inverse of a modulo the prime p (Fermat), for a not divisible by p.
 inline u64 inverse_mod_prime(u64 a, u64 p) { return pow_mod(a, p - 2, p); }
 

@@ -8,7 +8,8 @@
 // steps in rounds: in round t rank r evaluates B·(A^-m)^i for the `chunk` values of i starting at (t·p + r)·chunk
 // and looks them up with find_batch in batches of `batch` keys, all in flight at once; an allreduce(min) ends the
 // search at the first round with a match, which holds the smallest i — so the answer is the smallest x, the same at
-// every rank count.
+// every rank count. A batch's powers are computed before it is issued, in four chains (geometric_run): computed
+// alone, one chain would wait for each 128-bit remainder in turn.
 // Collective: every rank calls solve_parallel with the same arguments.
 #pragma once
 
@@ -57,11 +58,8 @@ parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14, u64 bat
   std::vector<shoal::future<shoal::batch_insert_result>> inserted;
   for (u64 start = lo; start < hi; start += batch) {
     const u64 end = std::min(start + batch, hi);
-    steps.clear();
-    for (u64 j = start; j < end; ++j) {
-      steps.emplace_back(power, j);
-      power = mul_mod(power, a, c);
-    }
+    steps.resize(end - start);
+    power = geometric_run(power, a, c, end - start, [&](u64 i, u64 p) { steps[i] = {p, start + i}; });
     inserted.push_back(
         baby.async_insert_or_update_batch(steps, [](u64& stored, u64 v) { stored = std::min(stored, v); }));
   }
@@ -84,11 +82,8 @@ parallel_result solve_parallel(u64 a, u64 b, u64 c, u64 chunk = 1 << 14, u64 bat
     u64 gamma = round_start;
     found.clear();
     for (u64 start = first; start < last; start += batch) {
-      gammas.clear();
-      for (u64 i = start; i < std::min(start + batch, last); ++i) {
-        gammas.push_back(gamma);
-        gamma = mul_mod(gamma, giant, c);
-      }
+      gammas.resize(std::min(start + batch, last) - start);
+      gamma = geometric_run(gamma, giant, c, gammas.size(), [&](u64 i, u64 g) { gammas[i] = g; });
       finds += gammas.size();
       found.push_back(baby.async_find_batch(gammas));
     }
