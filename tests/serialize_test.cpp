@@ -4,12 +4,37 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <variant>
 #include <vector>
 
+#include <cereal/types/memory.hpp>
+#include <cereal/types/polymorphic.hpp>
+
 #include "shoal/core.hpp"
+
+// A polymorphic type as cereal sends one: through a pointer to its base, registered by name (CEREAL_REGISTER_TYPE, at
+// namespace scope; shoal's checked archive is registered with cereal, so it is bound to the type too).
+namespace poly {
+struct shape {
+  virtual ~shape() = default;
+  virtual int area() const = 0;
+  template <class Archive>
+  void serialize(Archive&) {}
+};
+struct square : shape {
+  int side = 0;
+  int area() const override { return side * side; }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(cereal::base_class<shape>(this), side);
+  }
+};
+}  // namespace poly
+CEREAL_REGISTER_TYPE(poly::square)
 
 namespace {
 
@@ -194,6 +219,34 @@ TEST(Serialize, MalformedSizesInsideCerealTypesAreClearErrors) {
   EXPECT_EQ(shoal::from_bytes<tuple_type>(tuple_bytes), (tuple_type{"abc", 7}));
   EXPECT_EQ(shoal::from_bytes<map_type>(map_bytes), (map_type{{1, "x"}, {2, "yy"}}));
   EXPECT_EQ(shoal::from_bytes<person>(person_bytes), (person{"ann", {1, 2}}));
+}
+
+TEST(Serialize, PolymorphicPointersReadThroughTheCheckedArchive) {
+  static_assert(shoal::serializable<std::shared_ptr<poly::shape>>);
+  auto sq = std::make_shared<poly::square>();
+  sq->side = 7;
+  const auto bytes = shoal::to_bytes(std::shared_ptr<poly::shape>(sq));  // [id][name length][name][id][...][side]
+  const auto back = shoal::from_bytes<std::shared_ptr<poly::shape>>(bytes);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->area(), 49);
+  EXPECT_NE(dynamic_cast<const poly::square*>(back.get()), nullptr);
+  // A name no type was registered under, a name's length past the end, the data cut short: each a shoal::error.
+  auto renamed = bytes;
+  const auto name_at = std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()).find("poly::square");
+  ASSERT_NE(name_at, std::string_view::npos);
+  renamed[name_at] = std::byte{'q'};
+  EXPECT_NE(what_of([&] { shoal::from_bytes<std::shared_ptr<poly::shape>>(renamed); })
+                .find("malformed serialized data (Trying to load an unregistered polymorphic type (qoly::square)"),
+            std::string::npos);
+  auto long_name = bytes;
+  const std::uint64_t huge = std::uint64_t{1} << 40;
+  std::memcpy(long_name.data() + name_at - sizeof huge, &huge, sizeof huge);
+  EXPECT_NE(what_of([&] { shoal::from_bytes<std::shared_ptr<poly::shape>>(long_name); })
+                .find("elements announced"),
+            std::string::npos);
+  const std::vector<std::byte> cut(bytes.begin(), bytes.end() - 2);
+  EXPECT_NE(what_of([&] { shoal::from_bytes<std::shared_ptr<poly::shape>>(cut); }).find("truncated serialized data"),
+            std::string::npos);
 }
 
 TEST(Hash, SameOnEveryRankAndSeeded) {
