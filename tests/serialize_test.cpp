@@ -170,11 +170,13 @@ struct nothing {
   friend bool operator==(const nothing&, const nothing&) = default;
 };
 
+/// `b` with the 8-byte size at offset `at` replaced by `size`.
+std::vector<std::byte> with_size_at(std::vector<std::byte> b, std::size_t at, std::uint64_t size) {
+  std::memcpy(b.data() + at, &size, sizeof size);
+  return b;
+}
+
 TEST(Serialize, MalformedSizesInsideCerealTypesAreClearErrors) {
-  auto with_size_at = [](std::vector<std::byte> b, std::size_t at, std::uint64_t size) {
-    std::memcpy(b.data() + at, &size, sizeof size);
-    return b;
-  };
   using tuple_type = std::tuple<std::string, int>;
   const auto tuple_bytes = shoal::to_bytes(tuple_type{"abc", 7});  // [length][abc][7]
   const auto huge_string = with_size_at(tuple_bytes, 0, std::uint64_t{1} << 40);
@@ -238,9 +240,7 @@ TEST(Serialize, PolymorphicPointersReadThroughTheCheckedArchive) {
   EXPECT_NE(what_of([&] { shoal::from_bytes<std::shared_ptr<poly::shape>>(renamed); })
                 .find("malformed serialized data (Trying to load an unregistered polymorphic type (qoly::square)"),
             std::string::npos);
-  auto long_name = bytes;
-  const std::uint64_t huge = std::uint64_t{1} << 40;
-  std::memcpy(long_name.data() + name_at - sizeof huge, &huge, sizeof huge);
+  const auto long_name = with_size_at(bytes, name_at - sizeof(std::uint64_t), std::uint64_t{1} << 40);
   EXPECT_NE(what_of([&] { shoal::from_bytes<std::shared_ptr<poly::shape>>(long_name); })
                 .find("elements announced"),
             std::string::npos);
