@@ -1,7 +1,9 @@
 // Workload `ordered_map`: the experiments of the skip-list paper (seeds/000 §3) at the ranks given.
 //   FIND 100% under total order / sequential / none, beside a plain-MPI FIND on a range-partitioned sorted array
 //   (one request and one reply message per query, the same window of outstanding queries);
-//   RANGE-QUERY returning 100 / 1,000 / 10,000 key-values: operations/s, key-values/s, returned messages/s;
+//   RANGE-QUERY returning 100 / 1,000 / 10,000 key-values: operations/s (against shoal's finds under none, and
+//   against a plain-MPI range on the same sorted array, which is also reported against the plain-MPI finds: what a
+//   range costs in finds when written by hand), key-values/s, returned messages/s;
 //   the mixed workload 20% INSERT, 20% DELETE, 60% FIND (or RANGE-QUERY of 100); range results are taken as the
 //   paper's application takes them, each when its slot in a ring of W outstanding queries is needed again;
 //   range queries over 1-4 dimensions (4096 results each).
@@ -15,6 +17,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <random>
 #include <vector>
@@ -31,48 +34,52 @@ using map_type = shoal::ordered_map<std::int64_t, std::int64_t>;
 constexpr int query_tag = 7101;
 constexpr int reply_tag = 7102;
 
-/// Plain MPI's data: rank r owns keys [r*n/p, (r+1)*n/p) of a sorted array.
-std::vector<std::int64_t> sorted_part(std::int64_t n) {
-  const int me = shoal::rank(), np = shoal::size();
-  std::vector<std::int64_t> keys;
-  for (std::int64_t k = n * me / np; k < n * (me + 1) / np; ++k) keys.push_back(2 * k);
-  return keys;
-}
+/// Plain MPI's data: rank r owns keys [r*n/p, (r+1)*n/p) of a sorted array (key 2i, value i, as in the map), in two
+/// arrays as a hand-written owner would keep them.
+struct sorted_part {
+  std::vector<std::int64_t> keys, values;
 
-/// Plain MPI finds over `sorted_part`: a query is one message to the owner, which answers with one message. Each rank
-/// keeps `window` queries outstanding and serves others while it waits. Collective (the caller times it).
-void plain_mpi_finds(const std::vector<std::int64_t>& keys, std::int64_t n, int queries, int window,
-                     std::mt19937_64& rng) {
-  const int np = shoal::size();
-  std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
-  int sent = 0, answered = 0;
-  std::int64_t in_key = 0;
-  std::array<std::int64_t, 2> in_reply{};
+  explicit sorted_part(std::int64_t n) {
+    const int me = shoal::rank(), np = shoal::size();
+    for (std::int64_t k = n * me / np; k < n * (me + 1) / np; ++k) keys.push_back(2 * k), values.push_back(k);
+  }
+  /// The position of the first key >= k.
+  std::size_t position(std::int64_t k) const {
+    return static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), k) - keys.begin());
+  }
+  /// The positions of keys in [lo, hi]: the keys are distinct integers, so the end is searched only among the next
+  /// hi - lo + 1 of them.
+  std::pair<std::size_t, std::size_t> span(std::int64_t lo, std::int64_t hi) const {
+    const std::size_t from = position(lo);
+    const auto last = keys.begin() + static_cast<std::ptrdiff_t>(
+                                         std::min(keys.size(), from + static_cast<std::size_t>(hi - lo + 1)));
+    const auto to = std::upper_bound(keys.begin() + static_cast<std::ptrdiff_t>(from), last, hi);
+    return {from, static_cast<std::size_t>(to - keys.begin())};
+  }
+};
+
+/// The plain-MPI query service the finds and ranges below share: each rank keeps `window` queries outstanding and
+/// serves the others' queries while it waits; it stops once its own are answered and every rank's are (MPI_Ibarrier).
+/// issue(q) sends query q's messages and returns how many replies they bring; serve(status) answers a query message,
+/// take(status) receives a reply (both probed, not yet received). Collective (the caller times it).
+template <class Issue, class Serve, class Take>
+void plain_mpi_service(int queries, int window, Issue&& issue, Serve&& serve, Take&& take) {
+  int sent = 0;
+  std::int64_t expected = 0, answered = 0;
   MPI_Request done_req = MPI_REQUEST_NULL;
   bool my_part_done = false;
-  std::vector<std::int64_t> out_keys(static_cast<std::size_t>(window));
   for (;;) {
-    while (sent - answered < window && sent < queries) {
-      const std::int64_t k = pick(rng);
-      const int owner = static_cast<int>(k * np / n);
-      auto& slot = out_keys[static_cast<std::size_t>(sent % window)];
-      slot = 2 * k;
-      MPI_Send(&slot, 1, MPI_INT64_T, owner, query_tag, MPI_COMM_WORLD);
-      ++sent;
-    }
+    while (sent < queries && expected - answered < window) expected += issue(sent++);
     int flag = 0;
     MPI_Status st;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
     if (flag && st.MPI_TAG == query_tag) {
-      MPI_Recv(&in_key, 1, MPI_INT64_T, st.MPI_SOURCE, query_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      auto it = std::lower_bound(keys.begin(), keys.end(), in_key);
-      std::array<std::int64_t, 2> answer{in_key, (it != keys.end() && *it == in_key) ? in_key / 2 : -1};
-      MPI_Send(answer.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD);
+      serve(st);
     } else if (flag && st.MPI_TAG == reply_tag) {
-      MPI_Recv(in_reply.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      take(st);
       ++answered;
     }
-    if (!my_part_done && answered == queries) {
+    if (!my_part_done && sent == queries && answered == expected) {
       my_part_done = true;
       MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
     }
@@ -82,6 +89,106 @@ void plain_mpi_finds(const std::vector<std::int64_t>& keys, std::int64_t n, int 
       if (all) break;
     }
   }
+}
+
+/// Plain MPI finds over `sorted_part`: a query is one message to the owner, which answers with one message.
+void plain_mpi_finds(const sorted_part& data, std::int64_t n, int queries, int window, std::mt19937_64& rng) {
+  const int np = shoal::size();
+  std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
+  std::int64_t in_key = 0;
+  std::array<std::int64_t, 2> in_reply{};
+  std::vector<std::int64_t> out_keys(static_cast<std::size_t>(window));
+  plain_mpi_service(
+      queries, window,
+      [&](int q) {
+        const std::int64_t k = pick(rng);
+        auto& slot = out_keys[static_cast<std::size_t>(q % window)];
+        slot = 2 * k;
+        MPI_Send(&slot, 1, MPI_INT64_T, static_cast<int>(k * np / n), query_tag, MPI_COMM_WORLD);
+        return 1;
+      },
+      [&](const MPI_Status& st) {
+        MPI_Recv(&in_key, 1, MPI_INT64_T, st.MPI_SOURCE, query_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        const std::size_t at = data.position(in_key);
+        std::array<std::int64_t, 2> answer{in_key, (at < data.keys.size() && data.keys[at] == in_key) ? in_key / 2 : -1};
+        MPI_Send(answer.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD);
+      },
+      [&](const MPI_Status& st) {
+        MPI_Recv(in_reply.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      });
+}
+
+/// Plain MPI range queries of `results` key-values over `sorted_part`, as a user would write them beside the finds
+/// above: a query {lo, hi, slot} goes to every owner of part of [lo, hi] (a range crosses an owner's end about once in
+/// n / p / results queries); each owner answers with {slot, count} and its key-value pairs, packed from its two
+/// arrays; the client assigns a part to the query's result vector (one allocation, as a future's result) and appends
+/// a second part in key order. Results are kept in a ring of `window` slots and counted when their slot is reused,
+/// as shoal's range rows take them (results_ring below). Returns the key-values received.
+std::uint64_t plain_mpi_ranges(const sorted_part& data, std::int64_t n, int results, int queries, int window,
+                               std::mt19937_64& rng) {
+  using kv = std::pair<std::int64_t, std::int64_t>;
+  const int np = shoal::size();
+  std::uniform_int_distribution<std::int64_t> pick(0, n - results);
+  std::vector<std::vector<kv>> slots(static_cast<std::size_t>(window));
+  std::vector<std::array<std::int64_t, 3>> out(static_cast<std::size_t>(window));
+  std::array<std::int64_t, 3> in_query{};
+  std::vector<std::int64_t> in_reply;
+  // Replies go with MPI_Isend: a reply above the eager limit (1,000 results and more) sent with MPI_Send would wait for
+  // its receive while the client, sending its own reply, could not post it.
+  std::deque<std::pair<MPI_Request, std::vector<std::int64_t>>> replies;
+  std::vector<std::vector<std::int64_t>> spare;
+  std::uint64_t got = 0;
+  plain_mpi_service(
+      queries, window,
+      [&](int q) {
+        const auto slot = static_cast<std::size_t>(q % window);
+        got += slots[slot].size();
+        slots[slot].clear();
+        const std::int64_t lo = pick(rng), hi = lo + results - 1;
+        out[slot] = {2 * lo, 2 * hi, static_cast<std::int64_t>(slot)};
+        const int first = static_cast<int>(lo * np / n), last = static_cast<int>(hi * np / n);
+        for (int owner = first; owner <= last; ++owner)
+          MPI_Send(out[slot].data(), 3, MPI_INT64_T, owner, query_tag, MPI_COMM_WORLD);
+        return last - first + 1;
+      },
+      [&](const MPI_Status& st) {
+        MPI_Recv(in_query.data(), 3, MPI_INT64_T, st.MPI_SOURCE, query_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        const auto [from, to] = data.span(in_query[0], in_query[1]);
+        std::vector<std::int64_t> reply;
+        if (!spare.empty()) reply = std::move(spare.back()), spare.pop_back();
+        reply.resize(2 + 2 * (to - from));
+        reply[0] = in_query[2];
+        reply[1] = static_cast<std::int64_t>(to - from);
+        for (std::size_t i = from, at = 2; i < to; ++i, at += 2) reply[at] = data.keys[i], reply[at + 1] = data.values[i];
+        auto& [req, bytes] = replies.emplace_back(MPI_REQUEST_NULL, std::move(reply));
+        MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD,
+                  &req);
+        for (int done = 1; done && !replies.empty();) {
+          MPI_Test(&replies.front().first, &done, MPI_STATUS_IGNORE);
+          if (done) spare.push_back(std::move(replies.front().second)), replies.pop_front();
+        }
+      },
+      [&](const MPI_Status& st) {
+        int words = 0;
+        MPI_Get_count(&st, MPI_INT64_T, &words);
+        in_reply.resize(static_cast<std::size_t>(words));
+        MPI_Recv(in_reply.data(), words, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        auto& result = slots[static_cast<std::size_t>(in_reply[0])];
+        const auto count = static_cast<std::size_t>(in_reply[1]);
+        auto pair_at = [&](std::size_t i) { return kv{in_reply[2 + 2 * i], in_reply[3 + 2 * i]}; };
+        if (result.empty()) {
+          result.reserve(count);
+          for (std::size_t i = 0; i < count; ++i) result.push_back(pair_at(i));
+        } else {  // the query's other part: before or after the one already here
+          const auto at = count > 0 && pair_at(0).first < result.front().first ? result.begin() : result.end();
+          std::vector<kv> part;
+          for (std::size_t i = 0; i < count; ++i) part.push_back(pair_at(i));
+          result.insert(at, part.begin(), part.end());
+        }
+      });
+  for (auto& [req, bytes] : replies) MPI_Wait(&req, MPI_STATUS_IGNORE);  // matched: every client has its replies
+  for (const auto& r : slots) got += r.size();
+  return got;
 }
 
 /// The range queries' results as the paper's application takes them (seeds/000 §3: each client keeps W requests
@@ -127,7 +234,7 @@ void run_ordered_map(context& ctx) {
   std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
   const int finds = std::max(2000, static_cast<int>(std::min<std::int64_t>(n, 200000) / np));
 
-  const std::vector<std::int64_t> sorted = sorted_part(n);
+  const sorted_part sorted(n);
   std::mt19937_64 mpi_rng(99 + static_cast<std::uint64_t>(me));
   auto mpi_finds = [&] { plain_mpi_finds(sorted, n, finds, 64, mpi_rng); };
   auto shoal_finds = [&] {
@@ -195,30 +302,44 @@ void run_ordered_map(context& ctx) {
     // 10^6 key-values per rank in all (10,000 queries of 100): long enough that the window's ramp and the closing
     // barrier stay a small part of the time (with 1,000 queries of 100 they were most of it, about 2 ms).
     const int queries = std::max(20, static_cast<int>(200000000 / results / np / 100));
-    std::uint64_t returned = 0, parts = 0;
-    // Beside finds under none, in turns (3 rounds: a round of 10,000 results takes about half a second).
-    const auto [t, t_find] = shoal::bench::fastest_timed_pair(
-        3,
-        [&] {
-          const auto parts_before = m.stats().range_parts;
-          std::uint64_t got = 0;
-          results_ring ring(m.window());
-          for (int i = 0; i < queries; ++i) {
-            const std::int64_t lo = std::uniform_int_distribution<std::int64_t>(0, n - results)(rng);
-            ring.issue(got, [&] { return m.async_range(2 * lo, 2 * (lo + results - 1)); });
-          }
-          ring.drain(got);
-          m.barrier();
-          returned = got;  // every round returns about the same: the last one's counts go with the fastest time
-          parts = m.stats().range_parts - parts_before;
-        },
-        shoal_finds);
+    std::uint64_t returned = 0, parts = 0, mpi_returned = 0;
+    auto shoal_ranges = [&] {
+      const auto parts_before = m.stats().range_parts;
+      std::uint64_t got = 0;
+      results_ring ring(m.window());
+      for (int i = 0; i < queries; ++i) {
+        const std::int64_t lo = std::uniform_int_distribution<std::int64_t>(0, n - results)(rng);
+        ring.issue(got, [&] { return m.async_range(2 * lo, 2 * (lo + results - 1)); });
+      }
+      ring.drain(got);
+      m.barrier();
+      returned = got;  // every round returns about the same: the last one's counts go with the fastest time
+      parts = m.stats().range_parts - parts_before;
+    };
+    auto mpi_ranges = [&] { mpi_returned = plain_mpi_ranges(sorted, n, results, queries, 64, mpi_rng); };
+    // Beside finds under none, and the plain-MPI ranges beside the plain-MPI finds, in turns (3 rounds: a round of
+    // 10,000 results takes about half a second).
+    double t = shoal::bench::never, t_find = shoal::bench::never;
+    double t_mpi = shoal::bench::never, t_mpi_find = shoal::bench::never;
+    for (int round = 0; round < 3; ++round) {
+      shoal::bench::time_in_turns(round, t, t_find, shoal_ranges, shoal_finds);
+      shoal::bench::time_in_turns(round, t_mpi, t_mpi_find, mpi_ranges, mpi_finds);
+    }
+    if (mpi_returned != static_cast<std::uint64_t>(queries) * static_cast<std::uint64_t>(results)) {
+      throw shoal::error("ordered_map workload: the plain-MPI ranges returned " + std::to_string(mpi_returned) +
+                         " key-values, not " + std::to_string(queries * results));
+    }
     const double find_rate = finds * np / t_find;
     parts = shoal::allreduce(parts, shoal::op::sum{});
     const double kv = static_cast<double>(shoal::allreduce(returned, shoal::op::sum{}));
     const std::string v = std::to_string(results) + " results";
     ctx.report({.operation = "range ops", .variant = v, .value = queries * np / t / 1e3, .unit = "Kops/s",
                 .baseline = "find ops (none)", .baseline_value = find_rate / 1e3});
+    ctx.report({.operation = "range ops", .variant = v, .value = queries * np / t / 1e3, .unit = "Kops/s",
+                .baseline = "plain MPI range ops", .baseline_value = queries * np / t_mpi / 1e3});
+    // What a range costs hand-written, in finds: the reference for shoal's range against its own finds above.
+    ctx.report({.operation = "plain MPI range ops", .variant = v, .value = queries * np / t_mpi / 1e3, .unit = "Kops/s",
+                .baseline = "plain MPI find ops", .baseline_value = finds * np / t_mpi_find / 1e3});
     ctx.report({.operation = "range key-values", .variant = v, .value = kv / t / 1e6, .unit = "Mkv/s",
                 .baseline = "find kv (none)", .baseline_value = find_rate / 1e6});
     ctx.report({.operation = "range returned msgs", .variant = v, .value = static_cast<double>(parts) / t / 1e6,
