@@ -43,6 +43,11 @@ struct sorted_part {
     const int me = shoal::rank(), np = shoal::size();
     for (std::int64_t k = n * me / np; k < n * (me + 1) / np; ++k) keys.push_back(2 * k), values.push_back(k);
   }
+  /// The rank whose part holds key index k (0 <= k < n): the last r with r * n / p <= k.
+  static int owner(std::int64_t k, std::int64_t n) {
+    const std::int64_t np = shoal::size();
+    return static_cast<int>(((k + 1) * np + n - 1) / n - 1);
+  }
   /// The position of the first key >= k.
   std::size_t position(std::int64_t k) const {
     return static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), k) - keys.begin());
@@ -93,7 +98,6 @@ void plain_mpi_service(int queries, int window, Issue&& issue, Serve&& serve, Ta
 
 /// Plain MPI finds over `sorted_part`: a query is one message to the owner, which answers with one message.
 void plain_mpi_finds(const sorted_part& data, std::int64_t n, int queries, int window, std::mt19937_64& rng) {
-  const int np = shoal::size();
   std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
   std::int64_t in_key = 0;
   std::array<std::int64_t, 2> in_reply{};
@@ -104,7 +108,7 @@ void plain_mpi_finds(const sorted_part& data, std::int64_t n, int queries, int w
         const std::int64_t k = pick(rng);
         auto& slot = out_keys[static_cast<std::size_t>(q % window)];
         slot = 2 * k;
-        MPI_Send(&slot, 1, MPI_INT64_T, static_cast<int>(k * np / n), query_tag, MPI_COMM_WORLD);
+        MPI_Send(&slot, 1, MPI_INT64_T, sorted_part::owner(k, n), query_tag, MPI_COMM_WORLD);
         return 1;
       },
       [&](const MPI_Status& st) {
@@ -121,13 +125,12 @@ void plain_mpi_finds(const sorted_part& data, std::int64_t n, int queries, int w
 /// Plain MPI range queries of `results` key-values over `sorted_part`, as a user would write them beside the finds
 /// above: a query {lo, hi, slot} goes to every owner of part of [lo, hi] (a range crosses an owner's end about once in
 /// n / p / results queries); each owner answers with {slot, count} and its key-value pairs, packed from its two
-/// arrays; the client assigns a part to the query's result vector (one allocation, as a future's result) and appends
-/// a second part in key order. Results are kept in a ring of `window` slots and counted when their slot is reused,
+/// arrays; the client assigns a part to the query's result vector (one allocation, as a future's result) and inserts
+/// any other part in key order. Results are kept in a ring of `window` slots and counted when their slot is reused,
 /// as shoal's range rows take them (results_ring below). Returns the key-values received.
 std::uint64_t plain_mpi_ranges(const sorted_part& data, std::int64_t n, int results, int queries, int window,
                                std::mt19937_64& rng) {
   using kv = std::pair<std::int64_t, std::int64_t>;
-  const int np = shoal::size();
   std::uniform_int_distribution<std::int64_t> pick(0, n - results);
   std::vector<std::vector<kv>> slots(static_cast<std::size_t>(window));
   std::vector<std::array<std::int64_t, 3>> out(static_cast<std::size_t>(window));
@@ -146,7 +149,7 @@ std::uint64_t plain_mpi_ranges(const sorted_part& data, std::int64_t n, int resu
         slots[slot].clear();
         const std::int64_t lo = pick(rng), hi = lo + results - 1;
         out[slot] = {2 * lo, 2 * hi, static_cast<std::int64_t>(slot)};
-        const int first = static_cast<int>(lo * np / n), last = static_cast<int>(hi * np / n);
+        const int first = sorted_part::owner(lo, n), last = sorted_part::owner(hi, n);
         for (int owner = first; owner <= last; ++owner)
           MPI_Send(out[slot].data(), 3, MPI_INT64_T, owner, query_tag, MPI_COMM_WORLD);
         return last - first + 1;
@@ -179,8 +182,9 @@ std::uint64_t plain_mpi_ranges(const sorted_part& data, std::int64_t n, int resu
         if (result.empty()) {
           result.reserve(count);
           for (std::size_t i = 0; i < count; ++i) result.push_back(pair_at(i));
-        } else {  // the query's other part: before or after the one already here
-          const auto at = count > 0 && pair_at(0).first < result.front().first ? result.begin() : result.end();
+        } else if (count > 0) {  // another part of the query: in key order among those already here
+          const auto at = std::upper_bound(result.begin(), result.end(), pair_at(0).first,
+                                           [](std::int64_t k, const kv& e) { return k < e.first; });
           std::vector<kv> part;
           for (std::size_t i = 0; i < count; ++i) part.push_back(pair_at(i));
           result.insert(at, part.begin(), part.end());
