@@ -230,13 +230,20 @@ def palette(count=0):
     return itertools.cycle(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"])
 
 
+def measured(operation):
+    """Whose time a row's value is: shoal's, unless the operation names a hand-written version ("plain MPI range
+    ops", "kv replay 1 x 1, plain MPI": a baseline shown against another baseline)."""
+    return "plain MPI" if "plain MPI" in operation else "shoal"
+
+
 def draw_panel(ax, rows, several_sizes, ranks):
     colors = {}  # (variant, size) -> color of shoal's line; a baseline drawn once per size takes (None, size)
     series = grouped(rows, lambda r: (r.rest, r.size))
+    who = measured(rows[0].operation)  # a panel is one operation
     for ((variant, size), group), color in zip(series.items(), palette(len(series))):
         colors[variant, size] = color
         colors[None, size] = "black" if (None, size) in colors else color
-        label = "shoal" + (f" {variant}" if variant else "") + (f", {size_label(size)}" if several_sizes else "")
+        label = who + (f" {variant}" if variant else "") + (f", {size_label(size)}" if several_sizes else "")
         draw_line(ax, series_values(group, "value"), color=color, marker="o", label=label)
     for label, values, key in baseline_lines(rows, several_sizes):
         color = colors.get(key, "black")
