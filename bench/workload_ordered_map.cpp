@@ -114,7 +114,8 @@ void plain_mpi_finds(const sorted_part& data, std::int64_t n, int queries, int w
       [&](const MPI_Status& st) {
         MPI_Recv(&in_key, 1, MPI_INT64_T, st.MPI_SOURCE, query_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         const std::size_t at = data.position(in_key);
-        std::array<std::int64_t, 2> answer{in_key, (at < data.keys.size() && data.keys[at] == in_key) ? in_key / 2 : -1};
+        const bool found = at < data.keys.size() && data.keys[at] == in_key;
+        std::array<std::int64_t, 2> answer{in_key, found ? in_key / 2 : -1};
         MPI_Send(answer.data(), 2, MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD);
       },
       [&](const MPI_Status& st) {
@@ -162,7 +163,10 @@ std::uint64_t plain_mpi_ranges(const sorted_part& data, std::int64_t n, int resu
         reply.resize(2 + 2 * (to - from));
         reply[0] = in_query[2];
         reply[1] = static_cast<std::int64_t>(to - from);
-        for (std::size_t i = from, at = 2; i < to; ++i, at += 2) reply[at] = data.keys[i], reply[at + 1] = data.values[i];
+        for (std::size_t i = from, at = 2; i < to; ++i, at += 2) {
+          reply[at] = data.keys[i];
+          reply[at + 1] = data.values[i];
+        }
         auto& [req, bytes] = replies.emplace_back(MPI_REQUEST_NULL, std::move(reply));
         MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_INT64_T, st.MPI_SOURCE, reply_tag, MPI_COMM_WORLD,
                   &req);

@@ -89,7 +89,8 @@ for c in $configs; do
     openmpi)  run_suite openmpi -DCMAKE_BUILD_TYPE=Debug ;;
     mpich)    run_suite mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=2 "${mpich_flags[@]}" ;;
     asan)     run_suite asan -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=ON ;;
-    mpich-asan) run_suite mpich-asan -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=ON "${mpich_flags[@]}" ;;
+    mpich-asan)
+      run_suite mpich-asan -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=ON "${mpich_flags[@]}" ;;
     consumer) consumer ;;
     multihost-openmpi) multihost multihost-openmpi openmpi -DCMAKE_BUILD_TYPE=Debug ;;
     multihost-mpich) multihost multihost-mpich mpich -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_CHECKS=2 "${mpich_flags[@]}" ;;
