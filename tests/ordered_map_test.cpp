@@ -3,6 +3,7 @@
 // list full, stale shortcuts, multi-dimensional ranges and floods.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -269,6 +270,39 @@ TEST(OrderedMap, RangeRepliesOfEverySizeArriveWhole) {
     EXPECT_EQ(m.range(lo, lo + count - 1), want) << count << " key-values from " << lo;
   }
   m.barrier();
+}
+
+TEST(OrderedMap, ARangePartWrittenInPlaceIsTheMessageTheCodecWrites) {
+  // A part whose key-values are plain bytes is written where it travels from: its fields up to the pairs' count
+  // (encode_head), then the pairs from the node's arrays. Byte for byte the message encode writes, and it decodes to
+  // the same part.
+  namespace om = shoal::detail::ordered_map;
+  using codec = om::codec<long, long>;
+  const std::vector<long> keys = {3, 5, 8, 13, 21}, values = {-3, -5, -8, -13, -21};
+  for (std::size_t n : {0u, 1u, 5u}) {
+    om::reply<long, long> p;
+    p.client = 1;
+    p.seq = 77;
+    p.op = om::op_kind::range;
+    p.head_stamp = 9;
+    p.key = 3;
+    p.hi = 34;
+    p.hi_inclusive = true;
+    const om::pairs_source<long, long> items{std::span(keys).first(n), std::span(values).first(n)};
+    const codec::message_type m(p);
+    std::vector<std::byte> whole_buffer, head_buffer;
+    const auto whole = codec::encode(m, whole_buffer, &items);
+    const auto head = codec::encode_head(m, head_buffer, items);
+    std::vector<std::byte> in_place(head.begin(), head.end());
+    in_place.resize(head.size() + n * 2 * sizeof(long));
+    om::put_packed_pairs(in_place.data() + head.size(), items);
+    EXPECT_TRUE(std::ranges::equal(in_place, whole)) << n << " key-values";
+    const auto back = std::get<om::reply<long, long>>(codec::decode(in_place));
+    ASSERT_EQ(back.items.size(), n);
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(back.items[i], std::pair(keys[i], values[i]));
+    EXPECT_EQ(back.hi, 34);
+    EXPECT_TRUE(back.hi_inclusive);
+  }
 }
 
 TEST(OrderedMap, DeletingEverythingLeavesOnlyTheHead) {

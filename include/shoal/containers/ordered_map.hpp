@@ -141,6 +141,11 @@ inline void send_message(int dst, std::uint32_t instance, std::span<const std::b
   shoal::am::detail::post_bytes(dst, &on_message, instance, bytes);
 }
 
+/// Room for a message of `n` bytes of map `instance` to world rank `dst`, written there before any other shoal call.
+inline std::byte* reserve_message(int dst, std::uint32_t instance, std::size_t n) {
+  return shoal::am::detail::reserve_bytes(dst, &on_message, instance, n);
+}
+
 }  // namespace detail::ordered_map
 
 template <class K, class V>
@@ -171,6 +176,10 @@ class ordered_map {
       detail::ordered_map::send_message(team.to_world(dst), id, bytes);
     };
     net.flush = [] { shoal::am::flush(); };
+    net.reserve = [id, team](int dst, std::size_t n) {
+      shoal::am::team_scope scope(team);
+      return detail::ordered_map::reserve_message(team.to_world(dst), id, n);
+    };
     service_ = std::make_unique<service_type>(opts, std::move(net));
     team.barrier();
   }

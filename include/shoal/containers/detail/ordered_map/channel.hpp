@@ -14,6 +14,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <cstddef>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <span>
@@ -33,6 +34,9 @@ struct transport {
   int ranks = 1;
   std::function<void(int, std::span<const std::byte>)> send;  // the bytes are only valid during the call
   std::function<void()> flush;  // push buffered messages out (may be empty)
+  // Room for a message of n bytes to a rank, written there before any other shoal call (may be empty: messages are
+  // then sent from the channel's own buffer). Handlers may run inside it, before the room is returned.
+  std::function<std::byte*(int, std::size_t)> reserve;
 };
 
 template <class K, class V>
@@ -87,11 +91,16 @@ class channel {
 
   /// A range reply whose key-values are still in a node's arrays: encoded straight from them for another rank,
   /// copied into the reply's vector for this one (the node may change before the local FIFO reaches the reply).
+  /// Key-values of plain bytes are written where the message travels from (the transport's room) while a pump runs:
+  /// handlers the reservation runs then only queue what they deliver, so the node is read unchanged after it.
   void post_part(int rank, reply<K, V>&& p, const pairs_source<K, V>& items) {
     if (rank == net_.rank) {
       assign_pairs(p.items, items, items.keys.size());
       local_.push_back(std::move(p));
       return;
+    }
+    if constexpr (plain_pair<K, V>) {
+      if (net_.reserve && pumping_ && !sending_) return send_part_in_place(rank, message_type(std::move(p)), items);
     }
     send_encoded(rank, message_type(std::move(p)), &items);
   }
@@ -155,6 +164,26 @@ class channel {
         ~done() { flag = false; }
       } guard{sending_};
       net_.send(rank, bytes);
+    }
+    if (++unflushed_ > batch_) flush();
+  }
+
+  /// A range part (post_part) written into the transport's room: its fields up to the pairs' count from the encode
+  /// buffer, then the pairs from the node's arrays — one copy of each key-value, none through the encode buffer.
+  void send_part_in_place(int rank, const message_type& m, const pairs_source<K, V>& items)
+    requires plain_pair<K, V>
+  {
+    ++stats_.remote_messages;
+    const auto head = codec_type::encode_head(m, out_, items);
+    {
+      sending_ = true;  // a send from a handler the reservation runs encodes into a buffer of its own
+      struct done {
+        bool& flag;
+        ~done() { flag = false; }
+      } guard{sending_};
+      std::byte* at = net_.reserve(rank, head.size() + items.keys.size() * (sizeof(K) + sizeof(V)));
+      std::memcpy(at, head.data(), head.size());
+      put_packed_pairs(at + head.size(), items);
     }
     if (++unflushed_ > batch_) flush();
   }

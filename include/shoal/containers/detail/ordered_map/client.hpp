@@ -143,22 +143,23 @@ class client {
       }
     } else if (p.op == op_kind::range) {
       res.head_stamp = p.head_stamp;
-      // Parts are appended in key order as soon as they join the prefix received so far (a range of one part, the
-      // common case, moves straight into the result); the others wait in `parts` by start key.
+      // Parts join the prefix received so far in key order (`in_order`); the others wait in `parts` by start key.
+      // The last one joins them into the result, each key-value copied once (a range of one part, the common case,
+      // moves straight in).
       if (!(p.key == o.cursor)) {
         o.parts.emplace(p.key, typename client_op::part{p.hi, p.hi_inclusive, std::move(p.items)});
         return;
       }
       typename client_op::part next{p.hi, p.hi_inclusive, std::move(p.items)};
-      for (;;) {
-        append(res, next);
-        if (next.inclusive) break;
+      while (!next.inclusive) {
+        o.in_order.push_back(std::move(next.items));
         o.cursor = next.hi;
         auto part = o.parts.find(o.cursor);
         if (part == o.parts.end()) return;
         next = std::move(part->second);
         o.parts.erase(part);
       }
+      join(res.items, o.in_order, std::move(next.items));
     } else {
       res.head_stamp = p.head_stamp;
       res.st = result_status(p.st == status::split_needed ? status::ok : p.st);
@@ -248,6 +249,7 @@ class client {
       std::vector<std::pair<K, V>> items;
     };
     std::map<K, part> parts;
+    std::vector<std::vector<std::pair<K, V>>> in_order;  // received from the range's start (or a run's) on, in order
     K cursor{};
     K hi{};        // range: its last key; capped lower_bound / successor: its cap
     key_box box;   // range over dimensions (a read run again is requested afresh)
@@ -315,14 +317,24 @@ class client {
 
   static bool is_read(op_kind k) { return k != op_kind::insert && k != op_kind::erase && k != op_kind::split; }
 
-  /// Appends a range part to the result (moves its vector in when the result is still empty).
-  static void append(result_type& res, typename client_op::part& part) {
-    if (res.items.empty()) {
-      res.items = std::move(part.items);
+  /// Appends a range's parts to its result, in key order: those received before the `last` (emptied), then it. The
+  /// last one alone moves in when the result is still empty (a range of one part, the common case); otherwise the
+  /// result grows once, to its final size, and each key-value is copied once.
+  static void join(std::vector<std::pair<K, V>>& items, std::vector<std::vector<std::pair<K, V>>>& earlier,
+                   std::vector<std::pair<K, V>>&& last) {
+    if (items.empty() && earlier.empty()) {
+      items = std::move(last);
       return;
     }
-    res.items.insert(res.items.end(), std::make_move_iterator(part.items.begin()),
-                     std::make_move_iterator(part.items.end()));
+    std::size_t n = items.size() + last.size();
+    for (const auto& part : earlier) n += part.size();
+    items.reserve(n);
+    const auto append = [&](std::vector<std::pair<K, V>>& part) {
+      items.insert(items.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    };
+    for (auto& part : earlier) append(part);
+    append(last);
+    earlier.clear();
   }
 
   static double clock_now() {
@@ -504,6 +516,7 @@ class client {
       o.result = {};
     }
     o.parts.clear();
+    o.in_order.clear();
     o.cursor = o.key;
     if (seeks_neighbour(o.op)) next_pass(o);
     o.waiting = waits_for::rerun;

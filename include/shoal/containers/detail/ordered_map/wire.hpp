@@ -117,6 +117,19 @@ struct pairs_source {
   value_type at(std::size_t i) const { return {keys[i], values[i]}; }
 };
 
+/// Writes n key-value pairs of plain bytes (key(i), value(i)) at `p`, as a message holds them: each key's bytes, then
+/// its value's.
+template <class Key, class Value>
+void put_packed_pairs(std::byte* p, std::size_t n, Key&& key, Value&& value) {
+  using A = std::remove_cvref_t<decltype(key(0))>;
+  using B = std::remove_cvref_t<decltype(value(0))>;
+  static_assert(plain_pair<A, B>);
+  for (std::size_t i = 0; i < n; ++i, p += sizeof(A) + sizeof(B)) {
+    std::memcpy(p, &key(i), sizeof(A));
+    std::memcpy(p + sizeof(A), &value(i), sizeof(B));
+  }
+}
+
 /// Writes serializable values from the start of a buffer that is reused for every message: bytes go at a cursor, and
 /// the buffer grows (doubling) only past its largest size so far, so its bytes beyond the message are stale, not
 /// zeroed. size() is the message's length. The same bytes as shoal::byte_writer appending to an empty vector.
@@ -164,9 +177,11 @@ class cursor_writer {
 class field_writer {
  public:
   explicit field_writer(std::vector<std::byte>& out) : w_(out) {}
-  /// The message's vector of pairs (reply<K, V>::items, the only one a message has) is written from `source`.
+  /// The message's vector of pairs (reply<K, V>::items, the only one a message has) is written from `source`; with
+  /// `count_only`, only its count is (the pairs are the caller's to write after the message: pairs_at()).
   template <class K, class V>
-  field_writer(std::vector<std::byte>& out, const pairs_source<K, V>* source) : w_(out), source_(source) {}
+  field_writer(std::vector<std::byte>& out, const pairs_source<K, V>* source, bool count_only = false)
+      : w_(out), source_(source), count_only_(count_only) {}
 
   template <class... T>
   void operator()(const T&... xs) {
@@ -175,6 +190,8 @@ class field_writer {
 
   /// Bytes written so far.
   std::size_t size() const { return w_.size(); }
+  /// Where the pairs left out (count_only) belong: the offset after their count (SIZE_MAX: none were).
+  std::size_t pairs_at() const { return pairs_at_; }
 
   template <class... B>
   void bits(const B&... flags) {
@@ -202,6 +219,11 @@ class field_writer {
   void put_pairs(const std::vector<std::pair<A, B>>& items) {
     if (source_ != nullptr) {
       const auto& s = *static_cast<const pairs_source<A, B>*>(source_);
+      if (count_only_) {
+        w_.write(static_cast<std::uint64_t>(s.keys.size()));
+        pairs_at_ = w_.size();
+        return;
+      }
       return write_pairs(s.keys.size(), [&](std::size_t i) -> const A& { return s.keys[i]; },
                          [&](std::size_t i) -> const B& { return s.values[i]; });
     }
@@ -216,11 +238,7 @@ class field_writer {
     using B = std::remove_cvref_t<decltype(value(0))>;
     w_.write(static_cast<std::uint64_t>(n));
     if constexpr (plain_pair<A, B>) {
-      std::byte* p = w_.room(n * (sizeof(A) + sizeof(B)));
-      for (std::size_t i = 0; i < n; ++i, p += sizeof(A) + sizeof(B)) {
-        std::memcpy(p, &key(i), sizeof(A));
-        std::memcpy(p + sizeof(A), &value(i), sizeof(B));
-      }
+      put_packed_pairs(w_.room(n * (sizeof(A) + sizeof(B))), n, key, value);
       w_.advance(n * (sizeof(A) + sizeof(B)));
     } else {
       for (std::size_t i = 0; i < n; ++i) put(key(i)), put(value(i));
@@ -229,7 +247,17 @@ class field_writer {
 
   cursor_writer w_;
   const void* source_ = nullptr;  // a pairs_source<K, V> of the message's K and V
+  bool count_only_ = false;
+  std::size_t pairs_at_ = SIZE_MAX;
 };
+
+/// Writes the pairs of `source` (plain bytes) at `p`, as a message holds them.
+template <class K, class V>
+  requires plain_pair<K, V>
+void put_packed_pairs(std::byte* p, const pairs_source<K, V>& source) {
+  put_packed_pairs(p, source.keys.size(), [&](std::size_t i) -> const K& { return source.keys[i]; },
+                   [&](std::size_t i) -> const V& { return source.values[i]; });
+}
 
 /// Reads the fields a message lists, in the order field_writer wrote them.
 class field_reader {
@@ -302,6 +330,21 @@ struct codec {
     field_writer w(out, items);
     w(static_cast<std::uint8_t>(m.index()));
     std::visit([&](const auto& x) { w(x); }, m);
+    return std::span<const std::byte>(out.data(), w.size());
+  }
+
+  /// A range reply (`m`) whose key-values, plain bytes, are still in a node's arrays (`items`): writes the message up
+  /// to their count from the start of `out` and returns those bytes; the whole message is them followed by the pairs
+  /// (put_packed_pairs), items.keys.size() * (sizeof(K) + sizeof(V)) bytes — so the sender can write the pairs where
+  /// the message travels from.
+  static std::span<const std::byte> encode_head(const message_type& m, std::vector<std::byte>& out,
+                                                const pairs_source<K, V>& items)
+    requires plain_pair<K, V>
+  {
+    field_writer w(out, &items, true);
+    w(static_cast<std::uint8_t>(m.index()));
+    std::visit([&](const auto& x) { w(x); }, m);
+    if (w.pairs_at() != w.size()) throw error("shoal::ordered_map: a range reply's key-values are not its last field");
     return std::span<const std::byte>(out.data(), w.size());
   }
 
