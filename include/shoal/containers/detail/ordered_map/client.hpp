@@ -269,7 +269,8 @@ class client {
     K rerun_from{};  // stale: it runs again from this key up (run_again)
     bool at_shortcut = false;  // its current run entered at a shortcut (min key `entry`)
     K entry{};
-    std::uint32_t region_at = no_region;  // its open region's place in open_
+    std::uint32_t region_at = no_region;  // its open region's place in its list (free_regions_ or other_regions_)
+    bool region_free = false;             // ... which is free_regions_
     waits_for waiting = waits_for::nothing;
     std::vector<std::uint64_t> shadowed;
   };
@@ -617,13 +618,14 @@ class client {
   /// again are. Their regions keep every later write off their keys meanwhile.
   void hold_behind_unbounded_reads(std::uint64_t seq, client_op& o) {
 #if SHOAL_CHECKS >= 2
-    if (unbounded_open_ != static_cast<std::size_t>(std::count_if(open_.begin(), open_.end(), holds_later_reads))) {
+    if (unbounded_open_ != static_cast<std::size_t>(std::count_if(other_regions_.begin(), other_regions_.end(),
+                                                                  holds_later_reads))) {
       throw std::logic_error("shoal ordered_map: the client miscounted its open lower_bounds (a shoal bug)");
     }
 #endif
     if (unbounded_open_ == 0 || !o.at_shortcut || !is_read(o.op)) return;  // no scan on the common path
     const K* top = read_top(o);
-    for (const auto& r : open_) {
+    for (const auto& r : other_regions_) {  // a region that holds later reads is never a free one
       if (!(r.seq < seq) || !holds_later_reads(r) || (top != nullptr && *top < r.lo)) continue;
       auto& e = ops_.find(r.seq)->second;
       hold_back(seq, o, e);
@@ -772,22 +774,33 @@ class client {
   /// (a find below every shortcut of the board enters at the head; it visits keys up to its own only). Without that
   /// last case one such find kept every issue scanning all open regions until it completed (8% of a rank's samples).
   bool conflicts(const open_region& n, std::uint64_t before) const {
-    if (before == no_limit && passes_freely(n) && others_open_ == head_finds_open_ &&
-        (head_finds_open_ == 0 || head_finds_top_ < n.entry_min) &&
+    // A plain search at a shortcut, counting every operation issued before it: the free regions are not in its way
+    // while none of them opened under another board or changed (they lie between two shortcuts of the board it
+    // looked at, as it does), so only the others are looked at — none, when they are finds from the head below its
+    // entry. The others are few (second passes, reads from the head): a client's window of plain searches is not
+    // scanned for each of them.
+    if (before == no_limit && passes_freely(n) &&
         (free_open_ == 0 || (!free_mixed_ && free_board_version_ == board_.version()))) {
+      bool in_way = false;
+      if (others_open_ != head_finds_open_ || (head_finds_open_ != 0 && !(head_finds_top_ < n.entry_min))) {
+        in_way = std::any_of(other_regions_.begin(), other_regions_.end(),
+                             [&](const open_region& o) { return pair_conflicts(n, o); });
+      }
 #if SHOAL_CHECKS >= 2
-      if (conflicts_scan(n, before)) {
+      if (conflicts_scan(n, before) != in_way) {
         throw std::logic_error("shoal ordered_map: a read entered beside one it may overtake (a shoal bug)");
       }
 #endif
-      return false;
+      return in_way;
     }
     return conflicts_scan(n, before);
   }
 
   bool conflicts_scan(const open_region& n, std::uint64_t before) const {
-    for (const auto& o : open_)
-      if (o.seq < before && pair_conflicts(n, o)) return true;
+    for (const auto* list : {&free_regions_, &other_regions_}) {
+      for (const auto& o : *list)
+        if (o.seq < before && pair_conflicts(n, o)) return true;
+    }
     return false;
   }
 
@@ -829,14 +842,37 @@ class client {
   open_region* find_region(std::uint64_t seq) {
     auto it = ops_.find(seq);
     if (it == ops_.end() || it->second.region_at == no_region) return nullptr;
-    return &open_[it->second.region_at];
+    return &regions(it->second.region_free)[it->second.region_at];
   }
+
+  /// The open regions that pass freely (free) or the others.
+  std::vector<open_region>& regions(bool free) { return free ? free_regions_ : other_regions_; }
 
   /// Opens region `r` of operation `o`.
   void open_region_of(client_op& o, const open_region& r) {
-    o.region_at = static_cast<std::uint32_t>(open_.size());
-    open_.push_back(r);
+    place_region(o, r);
     count(r, false);
+  }
+
+  /// Puts region `r` of operation `o` in its list (not counted).
+  void place_region(client_op& o, const open_region& r) {
+    o.region_free = passes_freely(r);
+    auto& list = regions(o.region_free);
+    o.region_at = static_cast<std::uint32_t>(list.size());
+    list.push_back(r);
+  }
+
+  /// Takes operation `o`'s region out of its list (not counted) and returns it.
+  open_region take_region(client_op& o) {
+    auto& list = regions(o.region_free);
+    const std::uint32_t at = std::exchange(o.region_at, no_region);
+    open_region r = std::move(list[at]);
+    if (at + 1 != list.size()) {
+      list[at] = std::move(list.back());
+      ops_.find(list[at].seq)->second.region_at = at;
+    }
+    list.pop_back();
+    return r;
   }
 
   /// Counts region `r` in (or, `leaving`, out of) the free plain searches or the others (conflicts) — of these, the
@@ -863,12 +899,15 @@ class client {
   /// Changes the open region of operation `seq` (if it has one) by `change`.
   template <class Change>
   void reshape_region(std::uint64_t seq, Change&& change) {
-    auto* r = find_region(seq);
-    if (r == nullptr) return;
+    auto it = ops_.find(seq);
+    if (it == ops_.end() || it->second.region_at == no_region) return;
+    client_op& o = it->second;
+    open_region* r = &regions(o.region_free)[o.region_at];
     ++regions_closed_;  // a region that changes may no longer be in the way of a waiting operation
     count(*r, true);
     change(*r);
     count(*r, false, true);
+    if (passes_freely(*r) != o.region_free) place_region(o, take_region(o));  // it moves to the other list
   }
 
   void reenter_at_head(std::uint64_t seq) {
@@ -882,14 +921,7 @@ class client {
     auto it = ops_.find(seq);
     if (it == ops_.end() || it->second.region_at == no_region) return;
     ++regions_closed_;
-    const std::uint32_t at = it->second.region_at;
-    it->second.region_at = no_region;
-    count(open_[at], true);
-    if (at + 1 != open_.size()) {
-      open_[at] = std::move(open_.back());
-      ops_.find(open_[at].seq)->second.region_at = at;
-    }
-    open_.pop_back();
+    count(take_region(it->second), true);
   }
 
   /// Section 3: each client measures its reply rate and moves W towards the best one it has seen.
@@ -914,7 +946,10 @@ class client {
   const bulletin_board<K>& board_;
   op_table ops_;  // the operations issued and not yet delivered, by sequence number
   std::uint64_t next_delivery_;  // sequential consistency: the sequence number delivered next
-  std::vector<open_region> open_;  // regions of the operations in ops_ whose result is not final
+  // regions of the operations in ops_ whose result is not final: the plain searches entered at shortcuts
+  // (passes_freely) and the others, apart (conflicts looks at the others alone when it can)
+  std::vector<open_region> free_regions_;
+  std::vector<open_region> other_regions_;
   std::uint64_t regions_closed_ = 0;  // regions closed or changed so far (wait_)
   // open regions that are plain searches entered at shortcuts (passes_freely) and the others; the board's version when
   // the first of the free ones opened, and whether one opened since under another or after a change (conflicts)
