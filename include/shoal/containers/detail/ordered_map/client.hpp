@@ -625,10 +625,13 @@ class client {
 #endif
     if (unbounded_open_ == 0 || !o.at_shortcut || !is_read(o.op)) return;  // no scan on the common path
     const K* top = read_top(o);
-    for (const auto& r : other_regions_) {  // a region that holds later reads is never a free one
+    // A region that holds later reads is never a free one: the others alone. By index: holding `seq` back reshapes its
+    // own region, which may move into this list, at its end (and past the test below: it is not earlier than seq).
+    for (std::size_t i = 0; i < other_regions_.size(); ++i) {
+      const open_region& r = other_regions_[i];
       if (!(r.seq < seq) || !holds_later_reads(r) || (top != nullptr && *top < r.lo)) continue;
       auto& e = ops_.find(r.seq)->second;
-      hold_back(seq, o, e);
+      hold_back(seq, o, e);  // (r may have moved)
       std::inplace_merge(e.shadowed.begin(), e.shadowed.end() - 1, e.shadowed.end());  // kept in issue order
     }
   }
