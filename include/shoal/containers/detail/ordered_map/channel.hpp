@@ -148,6 +148,19 @@ class channel {
   void fence_acknowledged(const fence_ack& f) { adjust_fence(f.from, f.dest, -1); }
 
  private:
+  /// While it lives, out_ holds a message being sent (sending_): a send from a handler run meanwhile encodes into a
+  /// buffer of its own.
+  class sending_scope {
+   public:
+    explicit sending_scope(bool& flag) : flag_(flag) { flag_ = true; }
+    sending_scope(const sending_scope&) = delete;
+    sending_scope& operator=(const sending_scope&) = delete;
+    ~sending_scope() { flag_ = false; }
+
+   private:
+    bool& flag_;
+  };
+
   /// Encodes a message for another rank and sends it. The transport may run handlers while it waits for room to
   /// write the message, and they may send too: such a nested send encodes into a buffer of its own (rare), so the
   /// bytes being sent stay intact.
@@ -158,11 +171,7 @@ class channel {
       net_.send(rank, codec_type::encode(m, bytes, items));
     } else {
       const auto bytes = codec_type::encode(m, out_, items);
-      sending_ = true;
-      struct done {
-        bool& flag;
-        ~done() { flag = false; }
-      } guard{sending_};
+      const sending_scope sending(sending_);
       net_.send(rank, bytes);
     }
     if (++unflushed_ > batch_) flush();
@@ -176,11 +185,7 @@ class channel {
     ++stats_.remote_messages;
     const auto head = codec_type::encode_head(m, out_, items);
     {
-      sending_ = true;  // a send from a handler the reservation runs encodes into a buffer of its own
-      struct done {
-        bool& flag;
-        ~done() { flag = false; }
-      } guard{sending_};
+      const sending_scope sending(sending_);  // a send from a handler the reservation runs has its own buffer
       std::byte* at = net_.reserve(rank, head.size() + items.keys.size() * (sizeof(K) + sizeof(V)));
       std::memcpy(at, head.data(), head.size());
       put_packed_pairs(at + head.size(), items);
