@@ -388,7 +388,7 @@ TEST(Am, ProgressDeliversWithoutBarrier) {
       shoal::am::flush();
     }
     if (me() == 0) {
-      while (h::count != 7) shoal::progress();
+      shoal::wait_until([] { return h::count == 7; });
     }
   }
   shoal::am::barrier();

@@ -489,7 +489,7 @@ TEST(Atomics, CompareExchangeLockKeepsMutualExclusion) {
   shoal::barrier();
   const int per_rank = shoal::testing::scaled(300);
   for (int i = 0; i < per_rank; ++i) {
-    while (shoal::compare_exchange(lock, std::int64_t{0}, std::int64_t{me() + 1}) != 0) shoal::progress();
+    shoal::wait_until([&] { return shoal::compare_exchange(lock, std::int64_t{0}, std::int64_t{me() + 1}) == 0; });
     // Inside: nobody else may hold the lock; the "inside" word must be 0 when we enter.
     EXPECT_EQ(shoal::get(counter + 1), 0);
     shoal::put(counter + 1, std::int64_t{1});

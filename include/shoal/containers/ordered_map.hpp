@@ -119,6 +119,7 @@
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/layer.hpp"
+#include "shoal/core/progress.hpp"
 #include "shoal/core/team.hpp"
 
 namespace shoal {
@@ -263,7 +264,7 @@ class ordered_map {
 
   /// Waits until every operation of this rank has completed. Any rank.
   void wait() {
-    while (service_->outstanding() > 0) shoal::progress();
+    shoal::wait_until([&] { return service_->outstanding() == 0; });
   }
 
   /// Collective: every operation of every rank has completed and no message is in flight.
@@ -339,7 +340,7 @@ class ordered_map {
       }
       state->set_value(convert(std::move(r)));
     };
-    while (!service_->try_issue(op, std::move(done))) shoal::progress();  // moved from once issued
+    shoal::wait_until([&] { return service_->try_issue(op, std::move(done)); });  // `done` moved from once issued
     return result;
   }
 

@@ -53,6 +53,7 @@
 #include "shoal/core/error.hpp"
 #include "shoal/core/future.hpp"
 #include "shoal/core/layer.hpp"
+#include "shoal/core/progress.hpp"
 #include "shoal/core/team.hpp"
 
 namespace shoal::detail {
@@ -464,7 +465,7 @@ class owner_table {
   void wait() {
     for (std::size_t owner = 0; owner < unsent_.size(); ++owner) send_unsent(static_cast<int>(owner));
     ledger_.send_fences([&](int o) { shoal::post(to_world(o), &on_fence, id_); });
-    while (ledger_.fences_out() || replies_out()) shoal::progress();
+    shoal::wait_until([&] { return !ledger_.fences_out() && !replies_out(); });
     ledger_.report(name_, shard_.capacity());
   }
 
@@ -488,7 +489,7 @@ class owner_table {
       throw usage_error(name_ + ": serve() is for the server ranks of the service layout "
                         "(dist_map_options::servers); clients call close()");
     }
-    while (clients_closed_ < placement_.clients()) shoal::progress();
+    shoal::wait_until([&] { return clients_closed_ >= placement_.clients(); });
     clients_closed_ = 0;
     team().barrier();
   }
