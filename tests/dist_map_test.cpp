@@ -11,12 +11,14 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -324,6 +326,46 @@ TEST(dist_map, service_layout_servers_answer_clients) {
   if (!store.is_owner()) { EXPECT_EQ(store.local_size(), 0u); }
   EXPECT_EQ(store.size(), shoal::allreduce(put, shoal::op::sum{}));
   EXPECT_EQ(shoal::allreduce(checked, shoal::op::sum{}) > 0, np > 1);
+}
+
+// A wait that lasts (its answer needs a rank that is busy elsewhere) gives the CPU away, as every wait in shoal does
+// (docs/core.md, "How shoal waits"): with more ranks than cores a waiter that spins holds the core the other rank
+// needs. Rank 1 sleeps without serving while rank 0 waits for it: in wait(), and, in the service layout, in serve().
+// The ranks start together in an MPI_Barrier, which runs no shoal handler: rank 1 answers nothing before it sleeps.
+TEST(dist_map, waits_back_off_while_the_other_rank_is_busy) {
+  const int np = shoal::size(), me = shoal::rank();
+  const auto busy = [me] {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  };
+  const auto backoffs = [] { return shoal::detail::rt().wait_backoffs; };
+  {
+    shoal::dist_map<u64, u64> m;
+    u64 key = 0;
+    while (m.owner(key) != (np > 1 ? 1 : 0)) ++key;
+    const std::uint64_t before = backoffs();
+    busy();
+    if (me == 0) {
+      auto found = m.async_find(key);
+      m.wait();
+      EXPECT_EQ(found.get(), std::nullopt);
+      if (np > 1) { EXPECT_GT(backoffs(), before); }
+    }
+    m.flush();
+  }
+  shoal::dist_map_options options;
+  options.servers = {0};
+  shoal::dist_map<u64, u64> store(options);
+  const std::uint64_t before = backoffs();
+  busy();
+  if (me == 0) {
+    store.serve();  // until every client closed: rank 1 sleeps first
+    if (np > 1) { EXPECT_GT(backoffs(), before); }
+  } else {
+    store.post_insert(static_cast<u64>(me), 1);
+    store.close();
+  }
+  EXPECT_EQ(store.size(), static_cast<std::size_t>(np - 1));
 }
 
 TEST(dist_map, grows_under_concurrent_load) {

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "shoal/containers/ordered_map.hpp"
@@ -421,6 +423,25 @@ TEST(OrderedMap, MultiDimensionalRanges) {
 
 // Floods: deep windows, with k large (nodes forward freely) and k = 0 (every forward to another rank waits for its
 // arrival before the node takes its next request).
+// A wait that lasts gives the CPU away, as every wait in shoal does (docs/core.md, "How shoal waits"). Under total
+// order every request goes to the head's rank (rank 0), which sleeps without serving while the others wait for it:
+// in wait() and, with a window of one, in an operation waiting for room.
+TEST(OrderedMap, WaitsBackOffWhileTheHeadsRankIsBusy) {
+  auto o = small(consistency::total_order);
+  o.window = o.window_min = o.window_max = 1;
+  o.adaptive_window = false;
+  ordered_map<long, long> m(o);
+  const std::uint64_t before = shoal::detail::rt().wait_backoffs;
+  MPI_Barrier(MPI_COMM_WORLD);  // runs no shoal handler: rank 0 answers nothing before it sleeps
+  if (shoal::rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<shoal::future<std::optional<long>>> found;
+  for (long k = 0; k < 3; ++k) found.push_back(m.async_find(k));  // the second waits for the first one's room
+  m.wait();
+  for (auto& f : found) EXPECT_EQ(f.get(), std::nullopt);
+  if (shoal::rank() != 0) { EXPECT_GT(shoal::detail::rt().wait_backoffs, before); }
+  m.barrier();
+}
+
 TEST(OrderedMap, FloodsOfConcurrentRequestsDoNotDeadlock) {
   struct setting {
     consistency c;

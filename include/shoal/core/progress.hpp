@@ -59,11 +59,13 @@ class spin_waiter {
       return;
     }
     if (spins_ <= spins_before_sleep) ++spins_;  // stops counting there: a wait may last any number of polls
+    if (spins_ <= spins_before_yield) return;
     if (spins_ > spins_before_sleep && sleeps_) {
       std::this_thread::sleep_for(sleep_step);
-    } else if (spins_ > spins_before_yield) {
+    } else {
       std::this_thread::yield();
     }
+    if (g_runtime != nullptr) ++g_runtime->wait_backoffs;
   }
 
  private:

@@ -72,6 +72,7 @@ struct runtime {
 
   std::vector<std::function<void()>> progress_hooks;  // run by shoal::progress()
   std::uint64_t progress_arrivals = 0;  // bumped by progress hooks when something arrived from another rank
+  std::uint64_t wait_backoffs = 0;  // polls after which a wait yielded or slept (tests: a long wait gives the CPU away)
   int one_sided_waits = 0;  // one-sided waits running on the calling thread (see detail::one_sided_wait)
   std::vector<std::function<void()>> finalize_hooks;  // run in reverse order before the window is freed
   std::vector<void*> handler_targets;  // containers that receive messages, by slot (registration)
