@@ -94,6 +94,7 @@ class environment {
     const bool owns = r->owns_mpi;
     delete r;
     detail::g_runtime = nullptr;
+    detail::g_live_run = 0;
     detail::g_finalized = true;
     detail::world_team_storage() = team();
     detail::node_team_storage() = team();
@@ -162,6 +163,7 @@ class environment {
     }
     r->run = ++detail::g_runs_started;
     detail::g_runtime = r;
+    detail::g_live_run = r->run;
     detail::g_finalized = false;
     detail::world_team_storage() = detail::wrap_runtime_team(r->comm, r->run, /*world=*/true);
     detail::node_team_storage() = detail::wrap_runtime_team(r->node_comm, r->run, /*world=*/false);

@@ -90,7 +90,7 @@ class registration {
   const std::string& name() const noexcept { return name_; }
   bool empty() const noexcept { return run_ == 0; }
   /// Whether the container belongs to the running environment (false when moved from or after its run ended).
-  bool live() const noexcept { return run_ != 0 && detail::run_is_live(run_); }
+  bool live() const noexcept { return detail::run_is_live(run_); }
 
   /// Throws usage_error unless the container belongs to the running environment.
   void check() const {

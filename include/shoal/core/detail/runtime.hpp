@@ -90,10 +90,12 @@ inline std::vector<void (*)()>& start_hooks() {
 inline runtime* g_runtime = nullptr;
 inline bool g_finalized = false;
 inline std::uint64_t g_runs_started = 0;  // environments started by this process so far
+inline std::uint64_t g_live_run = 0;      // g_runtime->run while an environment is up, else 0
 
 /// True while the environment of run `run` is up. Memory, communicators and handler slots of a run belong to it:
-/// after its finalize they are gone, and a later environment (another run) must never receive frees of them.
-inline bool run_is_live(std::uint64_t run) noexcept { return g_runtime != nullptr && g_runtime->run == run; }
+/// after its finalize they are gone, and a later environment (another run) must never receive frees of them. One
+/// compare (every container operation asks): runs count from 1, so run 0 (a moved-from container) is never live.
+inline bool run_is_live(std::uint64_t run) noexcept { return run == g_live_run && run != 0; }
 
 /// The run of the environment that is up, 0 when none is.
 inline std::uint64_t current_run() noexcept { return g_runtime != nullptr ? g_runtime->run : 0; }

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,13 +29,13 @@ class completion_ledger {
   };
 
   completion_ledger(int ranks, std::size_t blocking_factor)
-      : blocking_factor_(blocking_factor), touched_(static_cast<std::size_t>(ranks), 0),
+      : wait_at_(blocking_factor != 0 ? blocking_factor : std::numeric_limits<std::size_t>::max()), touched_(static_cast<std::size_t>(ranks), 0),
         from_origin_(static_cast<std::size_t>(ranks)) {}
 
   // ---- origin side -----------------------------------------------------------------------------------------------
 
   /// True when the next request must first wait for the earlier ones (L requests issued since the last wait).
-  bool must_wait() const { return blocking_factor_ != 0 && issued_ >= blocking_factor_; }
+  bool must_wait() const { return issued_ >= wait_at_; }
   void issued() { ++issued_; }
 
   /// `owner` got a fire-and-forget request, which only a fence can confirm.
@@ -97,7 +98,7 @@ class completion_ledger {
   origin_report take(int origin) { return std::exchange(from_origin_[static_cast<std::size_t>(origin)], {}); }
 
  private:
-  std::size_t blocking_factor_;
+  std::size_t wait_at_;  // the blocking factor L; without one (L = 0) a count never reached
   std::size_t issued_ = 0;
   std::vector<char> touched_;
   std::vector<int> touched_list_;

@@ -38,11 +38,12 @@ class owner_placement {
       clients_ = ranks - static_cast<int>(owners_.size());
     }
     for (int s : owners_) owns_shard_ = owns_shard_ || s == me;
+    if (owners_.size() == 1) only_owner_ = owners_[0];
   }
 
   int owner_of(const K& key) const {
+    if (only_owner_ >= 0) return only_owner_;  // one owner (one rank, or one server): no hash, no division
     const std::size_t n = owners_.size();
-    if (n == 1) return owners_[0];  // one owner (one rank, or one server): no hash, no division
     if constexpr (std::is_integral_v<K>) {
       if (placement_ == key_placement::cyclic) {
         return owners_[owner_count_.remainder(static_cast<std::make_unsigned_t<K>>(key))];
@@ -97,6 +98,7 @@ class owner_placement {
   std::uint64_t seed_;
   fixed_divisor owner_count_;  // owners_.size(): cyclic placement is the key modulo it
   std::vector<int> owners_;
+  int only_owner_ = -1;  // owners_[0] when it is the only owner, else -1
   bool service_ = false;
   bool owns_shard_ = false;
   int clients_ = 0;
