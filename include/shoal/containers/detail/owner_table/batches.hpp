@@ -55,8 +55,11 @@ inline constexpr std::size_t batch_prefetch_distance = 8;
 /// instead of taking them one after another. Every am::transfer_stride operations MPI moves what it has meanwhile
 /// (am::progress_transfers): a batch's own part runs while the other parts travel, and on transports that move a
 /// large message only while both ranks call MPI, a part's milliseconds of local work would otherwise hold them.
+/// Always inlined into its caller: there key_at and f are the caller's own lambdas, whose captures (the records, the
+/// reject count) stay in registers; called out of line it reached them through their closures' memory and loaded them
+/// again after every insert's call into the table (7-14 % more cycles per insert than a hand-written loop; 0-7 %).
 template <class Table, class KeyAt, class F>
-void for_each_prefetched(const Table& table, std::size_t n, KeyAt&& key_at, F&& f) {
+[[gnu::always_inline]] inline void for_each_prefetched(const Table& table, std::size_t n, KeyAt&& key_at, F&& f) {
   if (n == 1) {  // nothing to overlap (a group of one single operation)
     f(0);
     return;
