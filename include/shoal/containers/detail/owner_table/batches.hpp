@@ -81,11 +81,11 @@ template <class Table, class KeyAt, class F>
   }
 }
 template <class Table, class K, class F>
-void for_each_prefetched(const Table& table, std::span<const K> keys, F&& f) {
+[[gnu::always_inline]] inline void for_each_prefetched(const Table& table, std::span<const K> keys, F&& f) {
   for_each_prefetched(table, keys.size(), [&](std::size_t i) -> const K& { return keys[i]; }, std::forward<F>(f));
 }
 template <class Table, class K, class F>
-void for_each_prefetched(const Table& table, const std::vector<K>& keys, F&& f) {
+[[gnu::always_inline]] inline void for_each_prefetched(const Table& table, const std::vector<K>& keys, F&& f) {
   for_each_prefetched(table, std::span<const K>(keys), std::forward<F>(f));
 }
 
@@ -109,7 +109,8 @@ struct per_key_batch_op {
 /// counts (key_at / value_at may hand out references: each pair is moved from once). Shared by the pair batches that
 /// travel as vectors and as bytes.
 template <class Single, class Engine, class KeyAt, class ValueAt>
-batch_insert_result run_counted(Engine& t, int origin, std::size_t n, KeyAt&& key_at, ValueAt&& value_at) {
+[[gnu::always_inline]] inline batch_insert_result run_counted(Engine& t, int origin, std::size_t n, KeyAt&& key_at,
+                                                              ValueAt&& value_at) {
   batch_insert_result r;
   for_each_prefetched(t.shard(), n, key_at, [&](std::size_t i) {
     switch (Single::apply(t, origin, std::move(key_at(i)), std::move(value_at(i)))) {
