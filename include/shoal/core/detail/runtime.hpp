@@ -98,7 +98,7 @@ inline std::uint64_t g_live_run = 0;      // g_runtime->run while an environment
 inline bool run_is_live(std::uint64_t run) noexcept { return run == g_live_run && run != 0; }
 
 /// The run of the environment that is up, 0 when none is.
-inline std::uint64_t current_run() noexcept { return g_runtime != nullptr ? g_runtime->run : 0; }
+inline std::uint64_t current_run() noexcept { return g_live_run; }
 
 [[noreturn]] inline void throw_not_running() {
   if (g_finalized) {

@@ -29,8 +29,8 @@ class completion_ledger {
   };
 
   completion_ledger(int ranks, std::size_t blocking_factor)
-      : wait_at_(blocking_factor != 0 ? blocking_factor : std::numeric_limits<std::size_t>::max()), touched_(static_cast<std::size_t>(ranks), 0),
-        from_origin_(static_cast<std::size_t>(ranks)) {}
+      : wait_at_(blocking_factor != 0 ? blocking_factor : std::numeric_limits<std::size_t>::max()),
+        touched_(static_cast<std::size_t>(ranks), 0), from_origin_(static_cast<std::size_t>(ranks)) {}
 
   // ---- origin side -----------------------------------------------------------------------------------------------
 
