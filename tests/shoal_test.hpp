@@ -23,9 +23,15 @@ inline bool all_ranks(bool ok) { return shoal::allreduce(ok ? 1 : 0, shoal::op::
 
 /// True when more ranks share this machine's cores than it has. Emulated hosts (scripts/multihost.sh sets
 /// SHOAL_TEST_HOSTS for the tests it spreads over them) are namespaces of one machine: every rank shares its cores.
+/// SHOAL_TEST_JOBS (scripts/test.sh sets it to ctest's -j) counts the tests that run at once, each taken to be as
+/// large as this one: two 2-rank tests on 2 cores are oversubscribed, as one 4-rank test is. (Without it, a 2-rank
+/// test of 10,000 remote round trips beside another test took 98 s and more instead of 1-3 s under load: every round
+/// trip waited for a time slice.) The same on every rank: it depends on the environment and the job's size only.
 inline bool oversubscribed() {
   const int sharing = std::getenv("SHOAL_TEST_HOSTS") != nullptr ? shoal::size() : shoal::node_team().size();
-  return static_cast<unsigned>(sharing) > std::thread::hardware_concurrency();
+  const char* jobs_setting = std::getenv("SHOAL_TEST_JOBS");
+  const int jobs = jobs_setting != nullptr ? std::max(1, std::atoi(jobs_setting)) : 1;
+  return static_cast<unsigned>(sharing) * static_cast<unsigned>(jobs) > std::thread::hardware_concurrency();
 }
 
 /// `n` iterations, or a twentieth of them when ranks are oversubscribed and some target is off the shared-memory
