@@ -36,8 +36,8 @@ inline bool oversubscribed() {
 
 /// `n` iterations, or a twentieth of them when ranks are oversubscribed and some target is off the shared-memory
 /// path: a remote atomic then needs the target's CPU (MPICH's ch4 atomics, or the owner applying a message), and
-/// with more ranks than cores each one waits for a scheduler time slice (milliseconds). Full counts still run at 1
-/// and 2 ranks and on the shared-memory path.
+/// with more ranks than cores each one waits for a scheduler time slice (milliseconds). Full counts still run on the
+/// shared-memory path, at 1 rank, and at 2 ranks when no other test runs beside (ctest without SHOAL_TEST_JOBS).
 inline int scaled(int n) {
   return (oversubscribed() && shoal::current_rma_path() != shoal::rma_path::shared_memory) ? std::max(1, n / 20) : n;
 }
