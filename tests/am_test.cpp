@@ -578,6 +578,49 @@ TEST(Am, GroupsOfOneHandlerKeepOrderAcrossFunctionsEmptyMessagesAndWaits) {
   EXPECT_EQ(global_sum(h::count), global_sum(empty_sent));
 }
 
+// Small plain messages run in chunks of chunk_messages, read before the chunk runs (run_post). A handler that waits in
+// the middle of a long group — at every place of a chunk, and in a group's tail shorter than a chunk — lets a nested
+// loop take over the rest of its group: every message still runs once, in order, at sizes chunked (8 to 32 bytes) and
+// not (40 bytes).
+template <std::size_t Bytes>
+struct sized_message {
+  std::int64_t seq;
+  std::array<std::int64_t, Bytes / 8 - 1> pad{};
+};
+template <>
+struct sized_message<8> {
+  std::int64_t seq;
+};
+
+template <std::size_t Bytes>
+void long_groups_with_waits() {
+  using message = sized_message<Bytes>;
+  static_assert(sizeof(message) == Bytes);
+  start_order_check();
+  const std::int64_t n = volume_scaled(4000);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (int d = 0; d < np(); ++d) {
+      shoal::post(d, [](message m) {
+        check_order(m.seq);
+        // One message in 37 waits, at each place of a chunk in turn.
+        if (m.seq % 37 == m.seq / 37 % shoal::am::detail::chunk_messages) {
+          shoal::rpc((shoal::rank() + 1) % shoal::size(), [] {}).get();
+        }
+      }, message{.seq = i});
+    }
+    if (i % 301 == 300) shoal::am::flush();  // groups of every length, tails shorter than a chunk included
+  }
+  shoal::am::barrier();
+  expect_in_order(n);
+}
+
+TEST(Am, HandlersThatWaitInsideLongGroupsOfSmallMessagesKeepOrder) {
+  long_groups_with_waits<8>();
+  long_groups_with_waits<16>();
+  long_groups_with_waits<32>();
+  long_groups_with_waits<40>();
+}
+
 // post_each fills a destination's buffer from a cursor of its own: its messages keep their place among posts of the
 // same handler and of others, across buffer boundaries (the tiny-buffer variant: a handful per buffer), for lambdas,
 // function pointers and arguments that are not trivially copyable (posted one by one).

@@ -387,7 +387,14 @@ class engine {
       o = outbox{.listed = o.listed};
       return;
     }
-    make_room();  // may run handlers that append to o; whatever is there when it returns goes now
+    // make_room may run handlers that append to o. One that waits for a reply to what it wrote here needs a flush it
+    // makes (in its wait) to send this buffer — so the buffer is listed for flushes meanwhile (flush() unlisted it
+    // before calling here); whatever is still here when make_room returns goes now.
+    if (!o.listed) {
+      o.listed = true;
+      dirty_.push_back(dest);
+    }
+    make_room();
     if (o.cur == o.begin) return;
     close_group(o);
     const auto bytes = static_cast<std::size_t>(o.cur - o.begin);
