@@ -387,14 +387,7 @@ class engine {
       o = outbox{.listed = o.listed};
       return;
     }
-    // make_room may run handlers that append to o. One that waits for a reply to what it wrote here needs a flush it
-    // makes (in its wait) to send this buffer — so the buffer is listed for flushes meanwhile (flush() unlisted it
-    // before calling here); whatever is still here when make_room returns goes now.
-    if (!o.listed) {
-      o.listed = true;
-      dirty_.push_back(dest);
-    }
-    make_room();
+    make_room(dest);  // may run handlers that append to o (or send it); whatever is here when it returns goes now
     if (o.cur == o.begin) return;
     close_group(o);
     const auto bytes = static_cast<std::size_t>(o.cur - o.begin);
@@ -425,12 +418,22 @@ class engine {
   /// buffer_size; about what a peer streaming at its own cap sends while this rank works on a batch's own part).
   std::size_t arrivals_ahead() const { return 2 * max_sends_; }
 
-  /// Keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
+  /// Before `dest`'s buffer is sent: keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
   /// bounded); inside a handler, or while post_each holds a buffer, they are only queued, never run from a send path.
   /// The wait backs off like every wait in shoal (layer::backoff): with more ranks than cores, a sender spinning here
   /// would hold the core the receiver needs to take its buffers.
-  void make_room() {
+  /// A handler run here may wait for a reply to what it wrote into `dest`'s buffer, the one waiting to be sent: a
+  /// flush it makes (in its wait) must send that buffer, so the buffer is listed for flushes meanwhile (flush()
+  /// unlisted it before calling send).
+  void make_room(int dest) {
     if (sends_.size() >= max_sends_) sends_.test();  // below the cap, poll() completes sends
+    if (sends_.size() >= max_sends_) {
+      outbox& o = out_[static_cast<std::size_t>(dest)];
+      if (!o.listed) {
+        o.listed = true;
+        dirty_.push_back(dest);
+      }
+    }
     shoal::layer::backoff pause;
     while (sends_.size() >= max_sends_) {
       const bool got = receive_one();
