@@ -108,14 +108,15 @@ void post(int rank, F fn, Args&&... args) {
   namespace d = am::detail;
   d::check_call<F, Args...>();
   using traits = d::call_traits<F, Args...>;
-  d::engine& e = d::engine_for(rank);
-  const std::int32_t word = d::word_of(&d::run_post<F, typename traits::params, typename traits::wire>);
-  if constexpr (std::is_pointer_v<F>) {
-    d::write_message<typename traits::wire>(e, rank, d::group_key(word, d::word_of(fn)), std::tuple<>{},
-                                            std::forward<Args>(args)...);
-  } else {
-    d::write_message<typename traits::wire>(e, rank, d::group_key(word), std::tuple<>{}, std::forward<Args>(args)...);
+  using wire = typename traits::wire;
+  const std::int32_t word = d::word_of(&d::run_post<F, typename traits::params, wire>);
+  std::uint64_t key = d::group_key(word);
+  if constexpr (std::is_pointer_v<F>) key = d::group_key(word, d::word_of(fn));
+  if constexpr (d::all_trivial<wire>::value) {  // the inline path first: no engine pointer to follow
+    const auto put = [&](std::byte* p) { d::put_plain<wire>(p, std::tuple<>{}, std::forward<Args>(args)...); };
+    if (d::append_inline<d::all_trivial<wire>::bytes>(rank, key, put)) [[likely]] return;
   }
+  d::write_message<wire>(d::engine_for(rank), rank, key, std::tuple<>{}, std::forward<Args>(args)...);
 }
 
 /// Runs fn(v) on `rank` for each element v of `values`, in order (fire and forget, like post for each element in

@@ -41,6 +41,16 @@ namespace shoal::am::detail {
 class engine;
 inline engine* g_engine = nullptr;
 
+/// What a message's inline path reads (room_inline in handler.hpp), in one place reached without following the
+/// engine pointer: the outboxes, their count (0 while no engine runs, so every rank falls through to the general
+/// path, which says why) and the team of what is sent now (engine::team). Set by the engine that runs.
+struct send_view {
+  outbox* boxes = nullptr;
+  std::uint32_t ranks = 0;
+  std::uint32_t team = 0;
+};
+inline send_view g_send;
+
 class engine {
  public:
   engine() : run_(shoal::layer::current_run()), comm_(duplicate_world()), pool_(start_pool()), sends_(pool_),
@@ -48,10 +58,12 @@ class engine {
     if (const auto f = shoal::layer::fault_mode()) {
       faults_.emplace(*f, me_, size_, shoal::layer::fault_stream::am_buffers);
     }
+    g_send = {.boxes = out_.data(), .ranks = static_cast<std::uint32_t>(out_.size()), .team = 0};
   }
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
-  ~engine() = default;  // members: the posted receives are cancelled, then the communicator freed (comm_owner)
+  // Then the members: the posted receives are cancelled, then the communicator freed (comm_owner).
+  ~engine() { g_send = {}; }
 
   int rank() const { return me_; }
   /// Which environment of this process the engine belongs to (1, 2, ...).
@@ -544,7 +556,7 @@ class engine {
 
   int source_ = -1;
   int depth_ = 0;
-  std::uint32_t team_ = 0;  // see team()
+  std::uint32_t& team_ = g_send.team;  // see team(); kept where the inline path reads it
   message_counts counts_;   // for quiescence (see sent())
   std::uint64_t buffers_sent_ = 0;
   std::uint64_t taken_ahead_ = 0;

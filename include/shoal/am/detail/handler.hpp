@@ -276,20 +276,41 @@ void put_sized(std::byte*& p, const V& v) {
 /// buffer (fast path: the open group is one of fixed-size messages for the same handler and has room — no header, no
 /// count, only the cursor moves). Strings and vectors of plain elements are sized first and written in place too.
 /// Anything else is serialized first into a scratch vector (reused, so no allocation once warm) and copied.
+/// The inline path of a message of `Need` bytes of plain arguments: when `dest`'s open group holds messages of this
+/// size for the same handler and team and has room, write(p) writes the message at the group's end (no header, no
+/// count: the group's count follows from its size, outbox::unit) and this returns true; otherwise false, also for a
+/// rank out of range or no engine running. Reads g_send, not the engine: one pointer fewer to follow per message.
+template <std::size_t Need, class Write>
+bool append_inline(int dest, std::uint64_t key, Write&& write) {
+  const send_view& s = g_send;
+  if (static_cast<std::uint32_t>(dest) >= s.ranks) [[unlikely]] return false;
+  outbox& o = s.boxes[static_cast<std::uint32_t>(dest)];
+  std::byte* p = o.cur;
+  if (o.fixed_key == key && o.team == s.team && static_cast<std::size_t>(o.end - p) >= Need) [[likely]] {
+    o.cur = p + Need;
+    write(p);
+    return true;
+  }
+  return false;
+}
+
+/// The bytes of a message of plain arguments: `prefix`, then the arguments as Wire's types.
+template <class Wire, class... Prefix, class... Args>
+void put_plain(std::byte* p, const std::tuple<Prefix...>& prefix, Args&&... args) {
+  std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
+  [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
+}
+
+template <class... Prefix>
+constexpr std::size_t plain_bytes = (std::size_t{0} + ... + sizeof(Prefix));
+
 template <class Wire, class... Prefix, class... Args>
 void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Prefix...>& prefix, Args&&... args) {
   using trivial = all_trivial<Wire>;
   if constexpr (trivial::value) {
-    constexpr std::size_t need = (std::size_t{0} + ... + sizeof(Prefix)) + trivial::bytes;
-    outbox& o = e.out(dest);
-    std::byte* p = o.cur;
-    if (o.fixed_key == key && o.team == e.team() && static_cast<std::size_t>(o.end - p) >= need) [[likely]] {
-      o.cur = p + need;  // the group's count follows from its size (outbox::unit)
-    } else {
-      p = e.reserve(dest, key, need, /*fixed=*/true);
-    }
-    std::apply([&](const auto&... f) { (put_raw(p, f), ...); }, prefix);
-    [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
+    constexpr std::size_t need = plain_bytes<Prefix...> + trivial::bytes;
+    const auto put = [&](std::byte* p) { put_plain<Wire>(p, prefix, std::forward<Args>(args)...); };
+    if (!append_inline<need>(dest, key, put)) [[unlikely]] put(e.reserve(dest, key, need, /*fixed=*/true));
   } else if constexpr (all_sized<Wire>::value) {
     // Strings and vectors of plain elements: the message's size is known before it is written, so it is written
     // where it travels (no scratch copy); the open group of this handler takes it inline when it has room.
