@@ -83,7 +83,7 @@ class engine {
     outbox& o = out_[static_cast<std::size_t>(dest)];
     for (;;) {
       const auto room = static_cast<std::size_t>(o.end - o.cur);
-      if (o.key == key && o.team == team_ && room >= body) {
+      if (o.key == key && o.team == g_send.team && room >= body) {
         if (o.unit != 0 && (!fixed || body != o.unit)) {  // a message of another size joins: count from here on
           o.count = o.open_count();
           o.unit = 0;
@@ -96,10 +96,10 @@ class engine {
         const std::uint32_t words[2] = {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
         std::memcpy(o.cur, words, sizeof words);  // the handler word, then the function word
         o.count_at = o.cur + sizeof words;
-        std::memcpy(o.count_at + 4, &team_, sizeof team_);
+        std::memcpy(o.count_at + 4, &g_send.team, sizeof g_send.team);
         o.cur += group_header_bytes;
         o.key = key;
-        o.team = team_;
+        o.team = g_send.team;
         o.unit = fixed && body > 0 ? static_cast<std::uint32_t>(body) : 0;
         o.fixed_key = o.unit != 0 ? key : 0;
         break;
@@ -249,7 +249,7 @@ class engine {
   std::uint64_t handled() const { return counts_.handled(); }
   /// Trampolines that run several messages in one call count all but the last (dispatch counts that one), in one
   /// addition when their loop ends.
-  void count_handled(std::uint64_t n = 1) { counts_.add_handled(team_, n); }
+  void count_handled(std::uint64_t n = 1) { counts_.add_handled(g_send.team, n); }
 
   // ---- rpc bookkeeping ---------------------------------------------------------------------------------------------
 
@@ -281,8 +281,8 @@ class engine {
   }
 
   /// The team of the messages sent now: the running handler's, else the one a team_scope set (0: world()).
-  std::uint32_t team() const { return team_; }
-  void set_team(std::uint32_t team) { team_ = team; }
+  std::uint32_t team() const { return g_send.team; }  // kept in g_send, where the inline path reads it
+  void set_team(std::uint32_t team) { g_send.team = team; }
   /// Changes whenever a handler loop starts (trampolines use it to notice that a nested loop ran). 32 bits on purpose:
   /// a handler's stores to 64-bit data (a sum, a table) cannot alias it, so a group's loop reads it without reloading
   /// what the handler wrote (equal again only after 2^32 nested loops inside one handler call).
@@ -509,12 +509,12 @@ class engine {
       ~scope() {
         e.count_handled();  // for the message's team, before the sender's team is restored
         e.source_ = saved;
-        e.team_ = saved_team;
+        g_send.team = saved_team;
         --e.depth_;
       }
-    } guard{*this, source_, team_};
+    } guard{*this, source_, g_send.team};
     source_ = b.source;
-    team_ = b.team;  // what the handler sends belongs to its message's team
+    g_send.team = b.team;  // what the handler sends belongs to its message's team
     ++depth_;
     run(b);
   }
@@ -556,7 +556,6 @@ class engine {
 
   int source_ = -1;
   int depth_ = 0;
-  std::uint32_t& team_ = g_send.team;  // see team(); kept where the inline path reads it
   message_counts counts_;   // for quiescence (see sent())
   std::uint64_t buffers_sent_ = 0;
   std::uint64_t taken_ahead_ = 0;
