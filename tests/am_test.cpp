@@ -578,10 +578,11 @@ TEST(Am, GroupsOfOneHandlerKeepOrderAcrossFunctionsEmptyMessagesAndWaits) {
   EXPECT_EQ(global_sum(h::count), global_sum(empty_sent));
 }
 
-// Small plain messages run in chunks of chunk_messages, read before the chunk runs (run_post). A handler that waits in
-// the middle of a long group — at every place of a chunk, and in a group's tail shorter than a chunk — lets a nested
-// loop take over the rest of its group: every message still runs once, in order, at sizes chunked (8 to 32 bytes) and
-// not (40 bytes).
+// Small plain messages run in chunks of chunk_messages, read before the chunk runs (run_post). A handler that waits
+// in the middle of a long group — at every place of a chunk, and in a group's tail shorter than a chunk — lets a
+// nested loop take over the rest of its group: every message still runs once, in order, at sizes chunked (8 to 32
+// bytes) and not (40 bytes). At 3 and 4 ranks this also hung before session 45: a handler run while a flush waited
+// for send room wrote its rpc into the buffer being sent, which its wait's flushes did not send (engine::make_room).
 template <std::size_t Bytes>
 struct sized_message {
   std::int64_t seq;

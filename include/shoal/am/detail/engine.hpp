@@ -74,8 +74,8 @@ class engine {
 
   /// Room for the `body` bytes of one message of group `key` (group_key) to `dest`; the caller writes them at the
   /// returned address at once (before any other shoal call). The fast path (same group as the open one, room left)
-  /// is inline in write_message; this is the general one, kept out of line so that the caller's loop around the
-  /// fast path keeps its own values in registers (inlined, it made GCC spill a benchmark's loop counter to the stack).
+  /// is inline (append_inline in handler.hpp); this is the general one, kept out of line so that the caller's loop
+  /// around the fast path keeps its own values in registers (inlined, it made GCC spill a benchmark's loop counter).
   /// `fixed`: every message of group `key` has `body` bytes (trivially copyable arguments), so the group is counted
   /// by its size when it closes (outbox::unit), not message by message.
   [[gnu::noinline]] std::byte* reserve(int dest, std::uint64_t key, std::size_t body, bool fixed = false) {
@@ -430,10 +430,10 @@ class engine {
   /// buffer_size; about what a peer streaming at its own cap sends while this rank works on a batch's own part).
   std::size_t arrivals_ahead() const { return 2 * max_sends_; }
 
-  /// Before `dest`'s buffer is sent: keeps receiving while the send cap is reached. Outside handlers the received messages also run (so memory stays
-  /// bounded); inside a handler, or while post_each holds a buffer, they are only queued, never run from a send path.
-  /// The wait backs off like every wait in shoal (layer::backoff): with more ranks than cores, a sender spinning here
-  /// would hold the core the receiver needs to take its buffers.
+  /// Before `dest`'s buffer is sent: keeps receiving while the send cap is reached. Outside handlers the received
+  /// messages also run (so memory stays bounded); inside a handler, or while post_each holds a buffer, they are only
+  /// queued, never run from a send path. The wait backs off like every wait in shoal (layer::backoff): with more ranks
+  /// than cores, a sender spinning here would hold the core the receiver needs to take its buffers.
   /// A handler run here may wait for a reply to what it wrote into `dest`'s buffer, the one waiting to be sent: a
   /// flush it makes (in its wait) must send that buffer, so the buffer is listed for flushes meanwhile (flush()
   /// unlisted it before calling send).

@@ -271,11 +271,6 @@ void put_sized(std::byte*& p, const V& v) {
   }
 }
 
-/// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially
-/// copyable header fields), then the arguments. Everything trivially copyable goes straight into the destination
-/// buffer (fast path: the open group is one of fixed-size messages for the same handler and has room — no header, no
-/// count, only the cursor moves). Strings and vectors of plain elements are sized first and written in place too.
-/// Anything else is serialized first into a scratch vector (reused, so no allocation once warm) and copied.
 /// The inline path of a message of `Need` bytes of plain arguments: when `dest`'s open group holds messages of this
 /// size for the same handler and team and has room, write(p) writes the message at the group's end (no header, no
 /// count: the group's count follows from its size, outbox::unit) and this returns true; otherwise false, also for a
@@ -301,9 +296,15 @@ void put_plain(std::byte* p, const std::tuple<Prefix...>& prefix, Args&&... args
   [&]<class... W>(type_list<W...>) { (put_raw(p, W(std::forward<Args>(args))), ...); }(Wire{});
 }
 
+/// The bytes of plain header fields Prefix... (a message's prefix: an rpc's reply slot, a reply's status).
 template <class... Prefix>
 constexpr std::size_t plain_bytes = (std::size_t{0} + ... + sizeof(Prefix));
 
+/// Writes a message of group `key` (group_key: handler and function words) whose bytes are: `prefix` (trivially
+/// copyable header fields), then the arguments. Everything trivially copyable goes straight into the destination
+/// buffer (fast path: the open group is one of fixed-size messages for the same handler and has room — no header, no
+/// count, only the cursor moves). Strings and vectors of plain elements are sized first and written in place too.
+/// Anything else is serialized first into a scratch vector (reused, so no allocation once warm) and copied.
 template <class Wire, class... Prefix, class... Args>
 void write_message(engine& e, int dest, std::uint64_t key, const std::tuple<Prefix...>& prefix, Args&&... args) {
   using trivial = all_trivial<Wire>;
