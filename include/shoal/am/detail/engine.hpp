@@ -41,7 +41,7 @@ namespace shoal::am::detail {
 class engine;
 inline engine* g_engine = nullptr;
 
-/// What a message's inline path reads (room_inline in handler.hpp), in one place reached without following the
+/// What a message's inline path reads (append_inline in handler.hpp), in one place reached without following the
 /// engine pointer: the outboxes, their count (0 while no engine runs, so every rank falls through to the general
 /// path, which says why) and the team of what is sent now (engine::team). Set by the engine that runs.
 struct send_view {
