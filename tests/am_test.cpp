@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <ranges>
 #include <span>
 #include <string>
@@ -620,6 +621,124 @@ TEST(Am, HandlersThatWaitInsideLongGroupsOfSmallMessagesKeepOrder) {
   long_groups_with_waits<16>();
   long_groups_with_waits<32>();
   long_groups_with_waits<40>();
+}
+
+// Seeded random schedules: every rank runs the same number of random steps — posts of several sizes (plain words,
+// fixed-size structs chunked and not, strings, vectors larger than a buffer), post_each runs, rpcs whose answers are
+// checked later, flushes, progress — and a message's handler may itself wait for an rpc (to any rank, itself included),
+// post a counted message onwards, or poll. Every few hundred steps an am::barrier, after which each rank has run every
+// ordered message sent to it so far, once and in its sender's order (the counts sent are exchanged), and every onward
+// message sent anywhere has run. The seeds are fixed (failures name theirs); SHOAL_TEST_SEED adds one.
+namespace schedule {
+
+inline std::int64_t onward_sent = 0, onward_run = 0;  // messages posted by handlers, and run
+
+/// What a message's handler does after its order check (chosen by the sender's generator).
+enum action : int { nothing = 0, wait_for_rpc = 1, post_onward = 2, poll = 3 };
+
+void act(int what, int target) {
+  switch (what) {
+    case wait_for_rpc: EXPECT_EQ(shoal::rpc(target, [](int x) { return x + 1; }, target).get(), target + 1); break;
+    case post_onward:
+      ++onward_sent;
+      shoal::post(target, [] { ++onward_run; });
+      break;
+    case poll: shoal::progress(); break;
+    default: break;
+  }
+}
+
+void run(std::uint64_t seed) {
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  start_order_check();
+  onward_sent = onward_run = 0;
+  shoal::am::barrier();
+  std::mt19937_64 gen(seed * 1000003u + static_cast<std::uint64_t>(me()));
+  auto below = [&](std::uint64_t n) { return static_cast<int>(gen() % n); };
+  std::vector<std::int64_t> sent(static_cast<std::size_t>(np()), 0);  // ordered messages sent, per destination
+  std::vector<std::pair<shoal::future<std::int64_t>, std::int64_t>> answers;  // rpc and its expected answer
+  const int steps = volume_scaled(2000);
+  const auto check_arrivals = [&] {
+    for (auto& [f, expected] : answers) EXPECT_EQ(f.get(), expected);
+    answers.clear();
+    shoal::am::barrier();
+    std::vector<std::int64_t> to_me(sent.size());
+    ASSERT_EQ(MPI_Alltoall(sent.data(), 1, MPI_INT64_T, to_me.data(), 1, MPI_INT64_T, shoal::world().comm()),
+              MPI_SUCCESS);
+    EXPECT_EQ(order_violations, 0);
+    for (int s = 0; s < np(); ++s) EXPECT_EQ(next_expected[static_cast<std::size_t>(s)], to_me[static_cast<std::size_t>(s)]);
+    EXPECT_EQ(global_sum(onward_sent), global_sum(onward_run));
+  };
+  for (int step = 0; step < steps; ++step) {
+    const int d = below(static_cast<std::uint64_t>(np()));
+    const int target = below(static_cast<std::uint64_t>(np()));
+    const int what = below(10) == 0 ? below(4) : nothing;  // about one handler in 13 does something
+    std::int64_t& seq = sent[static_cast<std::size_t>(d)];
+    switch (below(20)) {
+      case 0: case 1: case 2: case 3: case 4:
+        shoal::post(d, [](std::int64_t q, int w, int t) { check_order(q); act(w, t); }, seq++, what, target);
+        break;
+      case 5: case 6:
+        shoal::post(d, [](sized_message<32> m, int w, int t) { check_order(m.seq); act(w, t); },
+                    sized_message<32>{.seq = seq++}, what, target);
+        break;
+      case 7:
+        shoal::post(d, [](sized_message<40> m, int w, int t) { check_order(m.seq); act(w, t); },
+                    sized_message<40>{.seq = seq++}, what, target);
+        break;
+      case 8: case 9:
+        shoal::post(d, [](std::int64_t q, std::string text, int w, int t) {
+          check_order(q);
+          EXPECT_EQ(text, std::string(static_cast<std::size_t>(q % 300), 'x'));
+          act(w, t);
+        }, seq, std::string(static_cast<std::size_t>(seq % 300), 'x'), what, target);
+        ++seq;
+        break;
+      case 10: {  // every 16th larger than the default buffer
+        const std::size_t bytes = below(16) == 0 ? 70000 : static_cast<std::size_t>(below(2000));
+        shoal::post(d, [](std::int64_t q, std::vector<char> v, std::uint64_t n) {
+          check_order(q);
+          EXPECT_EQ(v.size(), n);
+        }, seq++, std::vector<char>(bytes, 'v'), std::uint64_t{bytes});
+        break;
+      }
+      case 11: case 12: {
+        const std::int64_t k = below(200);
+        shoal::post_each(d, [](std::int64_t q) { check_order(q); }, std::views::iota(seq, seq + k));
+        seq += k;
+        break;
+      }
+      case 13: case 14: {
+        const std::int64_t x = static_cast<std::int64_t>(gen() % 1000000);
+        answers.emplace_back(shoal::rpc(d, [](std::int64_t v, int w, int t) {
+          act(w, t);
+          return 3 * v + 1;
+        }, x, what, target), 3 * x + 1);
+        if (answers.size() > 8 || below(4) == 0) {  // some answers waited for at once, some much later
+          auto& [f, expected] = answers[static_cast<std::size_t>(below(answers.size()))];
+          if (f.valid()) {
+            EXPECT_EQ(f.get(), expected);
+          }
+          std::erase_if(answers, [](const auto& a) { return !a.first.valid(); });
+        }
+        break;
+      }
+      case 15: shoal::am::flush(); break;
+      case 16: shoal::progress(); break;
+      default:
+        shoal::post(d, [](sized_message<16> m) { check_order(m.seq); }, sized_message<16>{.seq = seq++});
+    }
+    if (step % 500 == 499) check_arrivals();  // every rank runs the same number of steps: a collective point
+  }
+  check_arrivals();
+}
+
+}  // namespace schedule
+
+TEST(Am, SeededSchedulesRunEveryMessageOnceInOrderWithHandlersThatWait) {
+  std::vector<std::uint64_t> seeds{1, 2, 3};
+  if (const char* extra = std::getenv("SHOAL_TEST_SEED")) seeds.push_back(std::strtoull(extra, nullptr, 10));
+  for (const std::uint64_t seed : seeds) schedule::run(seed);
 }
 
 // post_each fills a destination's buffer from a cursor of its own: its messages keep their place among posts of the
