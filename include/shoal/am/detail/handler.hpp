@@ -584,7 +584,7 @@ void run_post(rx_buffer& b) {
     // Runs one message whose values were read (the loop's position is at its start); false when the loop ends: the
     // group ended, or a nested loop ran meanwhile (a handler that waited), which may have taken over or freed `b` —
     // the outer loop goes on from there. Dispatch counts the current message.
-    auto run_one = [&](auto values) [[gnu::always_inline]] {
+    auto run_one = [&](auto values) {
       p += body;
       b.pos = p;
       b.left = left;
