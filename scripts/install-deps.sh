@@ -12,6 +12,7 @@ packages=(
   libabsl-dev                    # absl::flat_hash_map: flat local tables, the per-core baseline
   libfmt-dev libcli11-dev nlohmann-json3-dev   # shoal-bench: table output, options, JSON records
   libgtest-dev                   # tests
+  clang                          # scripts/test.sh: the consumer project built by a second compiler
   iproute2                       # scripts/multihost.sh: emulated hosts (network namespaces, veth) for the multi-host tests
   zlib1g-dev                     # shoal-contig: gzip reads
   libdivide-dev                  # shoal-isx: a key's bucket without a hardware division

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, then build and run every test (1, 2, 3 and 4 ranks) three times:
 # with Open MPI (Debug, range checks on), with MPICH, and with AddressSanitizer + UBSan; finally install shoal and
-# build a consumer project against the installed tree with find_package(shoal).
+# build a consumer project against the installed tree with find_package(shoal), with GCC and with clang.
 # Then the multi-host configurations: the .np2 and .np4 tests again, spread over two emulated hosts (network
 # namespaces joined by a veth link, scripts/multihost.sh): 2 hosts x 1 rank and 2 hosts x 2 ranks, with Open MPI
 # (its default one-sided components) and with MPICH.
@@ -83,6 +83,18 @@ consumer() {
     passed=$((passed + 1))
   else
     failed=$((failed + 1)); failures+=("consumer")
+  fi
+  # The same project compiled by clang, warnings as errors: every public header (shoal.hpp) parsed by a second
+  # compiler. (The library's own tests are GCC's: clang 14 cannot compile GCC 12's std::views::iota, which am_test
+  # and the bench use — docs/am.md, session 46.)
+  echo "=== consumer: the same with clang++ ==="
+  if CXX=clang++ cmake -S examples/consumer -B build/consumer-clang -DCMAKE_PREFIX_PATH="$prefix" \
+       -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null &&
+     cmake --build build/consumer-clang >/dev/null &&
+     mpirun -np 2 build/consumer-clang/shoal_consumer; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); failures+=("consumer (clang)")
   fi
 }
 
