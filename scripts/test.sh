@@ -71,31 +71,31 @@ multihost() {
   trap - EXIT INT TERM
 }
 
-consumer() {
-  echo "=== consumer: install and find_package(shoal) ==="
-  local prefix=$PWD/build/install
-  if cmake -S . -B build/consumer-lib -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_BENCH=OFF \
-       -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null &&
-     cmake --build build/consumer-lib >/dev/null && cmake --install build/consumer-lib >/dev/null &&
-     cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
-     cmake --build build/consumer >/dev/null &&
-     mpirun -np 2 build/consumer/shoal_consumer; then
+# consumer_project NAME cmake-flags...: examples/consumer configured against the installed tree, built and run.
+consumer_project() {
+  local name=$1; shift
+  if cmake -S examples/consumer -B "build/$name" -DCMAKE_PREFIX_PATH="$PWD/build/install" "$@" >/dev/null &&
+     cmake --build "build/$name" >/dev/null &&
+     mpirun -np 2 "build/$name/shoal_consumer"; then
     passed=$((passed + 1))
   else
-    failed=$((failed + 1)); failures+=("consumer")
+    failed=$((failed + 1)); failures+=("$name")
   fi
+}
+
+consumer() {
+  echo "=== consumer: install and find_package(shoal) ==="
+  if ! { cmake -S . -B build/consumer-lib -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_BENCH=OFF \
+           -DCMAKE_INSTALL_PREFIX="$PWD/build/install" >/dev/null &&
+         cmake --build build/consumer-lib >/dev/null && cmake --install build/consumer-lib >/dev/null; }; then
+    failed=$((failed + 1)); failures+=("consumer: install"); return
+  fi
+  consumer_project consumer
   # The same project compiled by clang, warnings as errors: every public header (shoal.hpp) parsed by a second
   # compiler. (The library's own tests are GCC's: clang 14 cannot compile GCC 12's std::views::iota, which am_test
   # and the bench use — docs/am.md, session 46.)
   echo "=== consumer: the same with clang++ ==="
-  if CXX=clang++ cmake -S examples/consumer -B build/consumer-clang -DCMAKE_PREFIX_PATH="$prefix" \
-       -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null &&
-     cmake --build build/consumer-clang >/dev/null &&
-     mpirun -np 2 build/consumer-clang/shoal_consumer; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1)); failures+=("consumer (clang)")
-  fi
+  consumer_project consumer-clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror"
 }
 
 for c in $configs; do
