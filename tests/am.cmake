@@ -1,9 +1,14 @@
-# Active messages (include/shoal/am): at 1-4 ranks, on default settings, with 64-byte buffers and a send cap of one,
-# with every one-sided operation by owner-applied messages (handlers that wait for remote atomics), and at 3 ranks
-# under the test-only fault mode (delayed, reordered deliveries), one-sided operations by messages there too (both
-# channels delayed at once).
+# Active messages (include/shoal/am): at 1-4 ranks, on default settings (buffers between ranks of this host through
+# shared-memory rings), with 64-byte buffers, a send cap of one and the smallest rings (which wrap, fill and wait at
+# every few buffers; messages larger than a buffer go by MPI, announced in the ring), with every buffer by MPI
+# (SHOAL_AM_SHM_RING=0: the MPI stream, which the multihost runs use between hosts), with 8 KiB rings (small buffers in
+# the rings, full ones by MPI, announced: both in each pair's stream), with every one-sided operation by owner-applied
+# messages (handlers that wait for remote atomics), and at 3 ranks under the test-only fault mode (delayed, reordered
+# deliveries), one-sided operations by messages there too (both channels delayed at once).
 shoal_add_mpi_test(am SOURCES am_test.cpp TIMEOUT 120
-                   VARIANTS "tiny:SHOAL_AM_BUFFER=64,SHOAL_AM_MAX_SENDS=1"
+                   VARIANTS "tiny:SHOAL_AM_BUFFER=64,SHOAL_AM_MAX_SENDS=1,SHOAL_AM_SHM_RING=256"
+                            "mpi:SHOAL_AM_SHM_RING=0"
+                            "ring8k@3:SHOAL_AM_SHM_RING=8K"
                             "messages:SHOAL_FORCE_MESSAGES=1,SHOAL_PROGRESS_THREAD=on"
                             "faults@3:SHOAL_FORCE_MESSAGES=1,SHOAL_FAULTS=delay:1")
 set_target_properties(am_test PROPERTIES ENABLE_EXPORTS ON)  # handler names in error messages (dladdr)

@@ -476,7 +476,8 @@ void send_mixed_and_check_order(std::int64_t n) {
 
 // A rank that sends full buffers or calls progress_transfers takes in the buffers that arrived for it (so their
 // senders' rendezvous completes) without running them, at most 2 x max_sends() queued at once (docs/am.md, "Arrivals
-// taken in while sending"); they run later, each once, in every sender's order. A rank alone sends only to itself:
+// taken in while sending"; a sender outside handlers runs a queue that reached the bound, and takes in more); they run
+// later, each once, in every sender's order. A rank alone sends only to itself:
 // its buffers go straight to its queue, nothing passes through MPI, and nothing is taken in ahead.
 TEST(Am, ArrivalsAreTakenInAheadWithoutRunningThem) {
   start_order_check();
@@ -484,14 +485,20 @@ TEST(Am, ArrivalsAreTakenInAheadWithoutRunningThem) {
   const auto per_buffer = static_cast<std::int64_t>(shoal::am::buffer_size() / sizeof(std::int64_t));
   const auto saved_sends = shoal::am::max_sends();
   std::int64_t sent = 0;
-  // Four buffers to the right under a cap they do not reach, pushed out; then only progress_transfers until one of
-  // the left neighbour's four has been taken in. This rank runs nothing meanwhile (no poll, no wait at the cap), so
-  // each of them can only be taken in ahead — while this rank sends its own full buffers, or in the loop. (The plain
-  // MPI barrier: no rank starts before every rank has left the quiescence barrier, where they would run.)
+  // Four buffers to the right under a cap they do not reach (three when they go through a shared-memory ring, which
+  // holds four records: the stream's first, eager buffer and three full ones), pushed out; then only
+  // progress_transfers until one of the left neighbour's buffers has been taken in. This rank runs nothing meanwhile
+  // (no poll, no wait at the cap or for ring room), so each of them can only be taken in ahead — while this rank
+  // sends its own full buffers, or in the loop. (The plain MPI barrier: no rank starts before every rank has left the
+  // quiescence barrier, where they would run.)
+  const std::size_t ring = shoal::am::host_ring_bytes();
+  const std::size_t record = shoal::am::buffer_size() + 8;
+  const std::int64_t buffers =
+      ring / 2 >= record ? std::min<std::int64_t>(4, static_cast<std::int64_t>(ring / record) - 1) : 4;
   ASSERT_EQ(MPI_Barrier(shoal::world().comm()), MPI_SUCCESS);
   const shoal::am::statistics before = shoal::am::stats();
   shoal::am::set_max_sends(16);
-  for (; sent < 4 * per_buffer; ++sent) shoal::post(right(), &check_order, sent);
+  for (; sent < buffers * per_buffer; ++sent) shoal::post(right(), &check_order, sent);
   shoal::am::flush();
   shoal::am::set_max_sends(saved_sends);
   shoal::am::statistics now = shoal::am::stats();
@@ -520,6 +527,98 @@ TEST(Am, ArrivalsAreTakenInAheadWithoutRunningThem) {
   // The bound over every test of this program (none sets a cap above the default 16); the fault mode may release a
   // held buffer per sender on top.
   EXPECT_LE(shoal::am::stats().longest_queue_ahead, 2 * std::size_t{16} + static_cast<std::size_t>(np()));
+}
+
+// Buffers for a rank of the same host go through a shared-memory ring, not MPI (docs/am.md, "Buffers within a host"):
+// all of them when a full buffer fits in half a ring, else the smaller ones (the larger go by MPI, announced in the
+// ring). Buffers for ranks of other hosts (the multihost runs), and every buffer under SHOAL_AM_SHM_RING=0, go by
+// MPI. Each stream is many times its ring (which wraps around, fills, and waits for its receiver), with messages
+// larger than a buffer among small ones and rpcs, and arrives whole and in order.
+TEST(Am, BuffersToRanksOfThisHostTravelThroughSharedMemory) {
+  start_order_check();
+  const shoal::team& host = shoal::node_team();
+  std::vector<bool> same_host(static_cast<std::size_t>(np()), false);
+  for (int i = 0; i < host.size(); ++i) same_host[static_cast<std::size_t>(host.to_world(i))] = host.to_world(i) != me();
+  const std::size_t ring = shoal::am::host_ring_bytes();
+  if (host.size() == 1) {
+    EXPECT_EQ(ring, 0u);
+  }
+  const std::size_t buffer = shoal::am::buffer_size();
+  const auto per_buffer = static_cast<std::int64_t>(buffer / sizeof(std::int64_t));
+  const std::int64_t per_rank = std::max<std::int64_t>(4 * static_cast<std::int64_t>(ring) / 8, 8 * per_buffer) +
+                                volume_scaled(200);
+  const std::vector<std::int64_t> large(buffer / sizeof(std::int64_t) + 5, 7);  // alone in a buffer of its own
+  const shoal::am::statistics before = shoal::am::stats();
+  std::vector<shoal::future<std::int64_t>> replies;
+  std::vector<std::int64_t> asked;  // the sequence number each reply returns
+  for (std::int64_t i = 0; i < per_rank; ++i) {
+    for (int d = 0; d < np(); ++d) {
+      if (i % 997 == 500) {
+        shoal::post(d, [](std::int64_t seq, const std::vector<std::int64_t>& v) {
+          check_order(seq);
+          h::count += static_cast<std::int64_t>(v.size());
+        }, i, large);
+      } else if (i % 101 == 50) {
+        replies.push_back(shoal::rpc(d, [](std::int64_t seq) { return check_order(seq), seq; }, i));
+        asked.push_back(i);
+      } else {
+        shoal::post(d, &check_order, i);
+      }
+    }
+  }
+  shoal::am::flush();
+  const shoal::am::statistics after = shoal::am::stats();
+  shoal::am::barrier();
+  expect_in_order(per_rank);
+  for (std::size_t k = 0; k < replies.size(); ++k) EXPECT_EQ(replies[k].get(), asked[k]) << k;
+  const auto larges = static_cast<std::int64_t>(per_rank > 500 ? (per_rank - 501) / 997 + 1 : 0);
+  EXPECT_EQ(h::count, larges * np() * static_cast<std::int64_t>(large.size()));
+  const std::uint64_t buffers = after.buffers_sent - before.buffers_sent;
+  const std::uint64_t within = after.buffers_within_host - before.buffers_within_host;
+  const bool any_here = std::count(same_host.begin(), same_host.end(), true) > 0;
+  if (np() > 1) {
+    EXPECT_GT(buffers, 0u);
+  }
+  if (!any_here || ring == 0) {
+    EXPECT_EQ(within, 0u);
+  } else {
+    EXPECT_GT(within, 0u);
+    EXPECT_LE(within, buffers);
+    // Every buffer to a rank of this host went through its ring when full buffers fit (the large messages, announced
+    // in the ring, travel by MPI); then the rings carried at least the buffers that were not large ones.
+    const bool all_here = std::count(same_host.begin(), same_host.end(), true) == np() - 1;
+    if (all_here && 8 + buffer <= ring / 2) {
+      EXPECT_EQ(within + static_cast<std::uint64_t>(larges * (np() - 1)), buffers);
+    }
+  }
+}
+
+// SHOAL_AM_SHM_RING: bytes (rounded up to 64), 0 for none, and a value below the smallest ring refused on every rank —
+// also on the ranks whose own value was fine, so that no rank goes on into a collective the others left.
+TEST(Am, SharedMemoryRingSettingIsAgreedAndChecked) {
+  const MPI_Comm comm = shoal::world().comm();
+  const char* saved = std::getenv("SHOAL_AM_SHM_RING");
+  const std::string keep = saved ? saved : "";
+  unsetenv("SHOAL_AM_SHM_RING");
+  EXPECT_EQ(shoal::am::detail::agreed_ring_bytes(comm, 65536), 4 * (65536 + 8) + 32);  // four records, rounded to 64
+  setenv("SHOAL_AM_SHM_RING", "1000", 1);
+  EXPECT_EQ(shoal::am::detail::agreed_ring_bytes(comm, 65536), 1024u);
+  setenv("SHOAL_AM_SHM_RING", me() == np() - 1 ? "0" : "4K", 1);  // any rank's 0 turns the rings off everywhere
+  EXPECT_EQ(shoal::am::detail::agreed_ring_bytes(comm, 65536), 0u);
+  setenv("SHOAL_AM_SHM_RING", me() == 0 ? "100" : "4K", 1);
+  try {
+    (void)shoal::am::detail::agreed_ring_bytes(comm, 65536);
+    ADD_FAILURE() << "a ring of 100 bytes on rank 0 was accepted";
+  } catch (const shoal::usage_error& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("SHOAL_AM_SHM_RING"), std::string::npos) << text;
+    EXPECT_NE(text.find(me() == 0 ? "100 bytes is below the smallest shared-memory ring of 256" : "a rank's value"),
+              std::string::npos) << text;
+  }
+  setenv("SHOAL_AM_SHM_RING", "1x", 1);
+  EXPECT_THROW((void)shoal::am::detail::agreed_ring_bytes(comm, 65536), shoal::usage_error);  // malformed: before
+  if (saved) setenv("SHOAL_AM_SHM_RING", keep.c_str(), 1);                                     // any collective
+  else unsetenv("SHOAL_AM_SHM_RING");
 }
 
 // Receive slots are as large as the largest buffer any rank started with; a rank that raises its buffer size later

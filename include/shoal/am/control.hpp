@@ -80,6 +80,11 @@ inline bool in_handler() { return detail::get().in_handler(); }
 inline std::size_t buffer_size() { return detail::get().buffer_size(); }
 inline void set_buffer_size(std::size_t bytes) { detail::get().set_buffer_size(bytes); }
 
+/// Bytes of each shared-memory ring that carries this rank's buffers to another rank of its host (docs/am.md,
+/// "Buffers within a host"; SHOAL_AM_SHM_RING); 0 when every buffer travels by MPI (the setting is 0, or no other
+/// rank shares this host). Fixed at start.
+inline std::size_t host_ring_bytes() { return detail::get().ring_bytes(); }
+
 /// Outstanding send buffers on this rank before a sender starts draining its receives.
 inline std::size_t max_sends() { return detail::get().max_sends(); }
 inline void set_max_sends(std::size_t n) { detail::get().set_max_sends(n); }
@@ -88,7 +93,10 @@ inline void set_max_sends(std::size_t n) { detail::get().set_max_sends(n); }
 struct statistics {
   std::uint64_t messages_sent = 0;     ///< messages appended to a buffer (rpc replies included)
   std::uint64_t messages_handled = 0;  ///< handlers run to completion here
-  std::uint64_t buffers_sent = 0;      ///< MPI messages sent (aggregated buffers)
+  std::uint64_t buffers_sent = 0;      ///< aggregated buffers sent to other ranks
+  /// Of those, the buffers that went through shared memory to a rank of this host, not by MPI (docs/am.md, "Buffers
+  /// within a host"; SHOAL_AM_SHM_RING=0 sends them by MPI too).
+  std::uint64_t buffers_within_host = 0;
   /// Received buffers taken into the queue ahead of running them, by a rank sending full buffers or calling
   /// progress_transfers (docs/am.md, "Arrivals taken in while sending"), and the longest such a take left that queue
   /// (at most 2 × max_sends() at the time, plus what the test-only fault mode releases at once).
@@ -97,7 +105,8 @@ struct statistics {
 };
 inline statistics stats() {
   auto& e = detail::get();
-  return {e.sent(), e.handled(), e.buffers_sent(), e.buffers_taken_ahead(), e.longest_queue_ahead()};
+  return {e.sent(), e.handled(), e.buffers_sent(), e.buffers_within_host(), e.buffers_taken_ahead(),
+          e.longest_queue_ahead()};
 }
 
 }  // namespace shoal::am

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "shoal/am/detail/code_ranges.hpp"
+#include "shoal/am/detail/node_rings.hpp"
 #include "shoal/am/detail/quiescence.hpp"
 #include "shoal/am/detail/receiving.hpp"
 #include "shoal/am/detail/rpc_slots.hpp"
@@ -54,7 +55,7 @@ inline send_view g_send;
 class engine {
  public:
   engine() : run_(shoal::layer::current_run()), comm_(duplicate_world()), pool_(start_pool()), sends_(pool_),
-             receives_(comm_.get(), pool_) {
+             receives_(comm_.get(), pool_), rings_(comm_.get(), me_, size_, pool_.slot_bytes()) {
     if (const auto f = shoal::layer::fault_mode()) {
       faults_.emplace(*f, me_, size_, shoal::layer::fault_stream::am_buffers);
     }
@@ -288,6 +289,10 @@ class engine {
   /// what the handler wrote (equal again only after 2^32 nested loops inside one handler call).
   std::uint32_t loop_epoch() const { return loop_epoch_; }
   std::uint64_t buffers_sent() const { return buffers_sent_; }
+  /// Of those, the buffers that went through a shared-memory ring to a rank of this host (node_rings.hpp).
+  std::uint64_t buffers_within_host() const { return buffers_within_host_; }
+  /// Bytes of each shared-memory ring (0: every buffer travels by MPI).
+  std::size_t ring_bytes() const { return rings_.ring_bytes(); }
   /// Arrived buffers take_arrivals moved into the queue, and the longest it left the queue (at most arrivals_ahead(),
   /// plus what the fault mode releases at once: it takes nothing into a queue that long).
   std::uint64_t buffers_taken_ahead() const { return taken_ahead_; }
@@ -399,19 +404,31 @@ class engine {
       o = outbox{.listed = o.listed};
       return;
     }
-    make_room(dest);  // may run handlers that append to o (or send it); whatever is here when it returns goes now
+    make_room(dest, o);  // may run handlers that append to o (or send it); whatever is here when it returns goes now
     if (o.cur == o.begin) return;
     close_group(o);
     const auto bytes = static_cast<std::size_t>(o.cur - o.begin);
     const std::size_t next = full ? pool_.buffer_size() : 0;  // a stream: full buffers (no ramp of doublings)
-    if (bytes <= pool_.slot_bytes()) {
-      sends_.isend(comm_.get(), dest, stream_tag, std::move(o.bytes), bytes);
-    } else {
-      send_large(sends_, comm_.get(), dest, std::move(o.bytes), bytes);
+    if (!rings_.reaches(dest)) {
+      if (bytes <= pool_.slot_bytes()) {
+        sends_.isend(comm_.get(), dest, stream_tag, std::move(o.bytes), bytes);
+      } else {
+        send_large(sends_, comm_.get(), dest, std::move(o.bytes), bytes);
+      }
+    } else if (rings_.carries(bytes)) {  // make_room left the ring the room, and nothing ran since
+      if (!rings_.try_write(dest, o.begin, bytes)) [[unlikely]] throw_ring_full(dest);
+      pool_.recycle(std::move(o.bytes));
+      ++buffers_within_host_;
+    } else {  // by MPI, announced in the ring
+      sends_.isend(comm_.get(), dest, large_tag, std::move(o.bytes), bytes);
+      const announcement note = announce(bytes);
+      if (!rings_.try_write(dest, reinterpret_cast<const std::byte*>(note.data()), sizeof note)) [[unlikely]] {
+        throw_ring_full(dest);
+      }
     }
     o = outbox{.limit = next, .listed = o.listed};
     ++buffers_sent_;
-    if (full) take_arrivals();
+    if (full) take_arrivals(/*may_run=*/depth_ == 0 && held_ < 0);
   }
 
   /// Moves the buffers that have arrived into the queue (they run at the next progress step, not here) and posts
@@ -421,39 +438,76 @@ class engine {
   /// takes nothing in while it streams its own parts leaves at most `posted` receives for its peers, whose sends then
   /// stall at their cap until it next polls — milliseconds in an owner-computes exchange where every rank also works
   /// on its own part (docs/am.md, "Arrivals taken in while sending").
-  void take_arrivals() {
+  /// `may_run` (a full buffer sent outside handlers, post_each holding none): a queue that reached its limit runs
+  /// once, and the taking goes on — a rank streaming its own buffers then also serves its peers' streams, whose
+  /// senders would otherwise wait at their cap (or at a full shared-memory ring) until this rank's stream ends.
+  void take_arrivals(bool may_run = false) {
     const std::uint64_t before = taken_ahead_;
-    while (rxq_.size() < arrivals_ahead() && receive_one()) ++taken_ahead_;
+    for (bool ran = false;;) {
+      if (rxq_.size() >= arrivals_ahead()) {
+        if (!may_run || ran) break;
+        run_queue();
+        ran = true;
+      }
+      if (!receive_one()) break;
+      ++taken_ahead_;
+    }
     if (taken_ahead_ != before) longest_ahead_ = std::max<std::uint64_t>(longest_ahead_, rxq_.size());
   }
   /// Buffers the send path takes in ahead of running them: twice the send cap (bounded memory, 2 × max_sends ×
   /// buffer_size; about what a peer streaming at its own cap sends while this rank works on a batch's own part).
   std::size_t arrivals_ahead() const { return 2 * max_sends_; }
 
-  /// Before `dest`'s buffer is sent: keeps receiving while the send cap is reached. Outside handlers the received
-  /// messages also run (so memory stays bounded); inside a handler, or while post_each holds a buffer, they are only
-  /// queued, never run from a send path. The wait backs off like every wait in shoal (layer::backoff): with more ranks
-  /// than cores, a sender spinning here would hold the core the receiver needs to take its buffers.
+  /// Before `dest`'s buffer `o` is sent: keeps receiving until it can leave at once — below the send cap when it goes
+  /// by MPI, with room in `dest`'s ring when it goes through one (and both for a large buffer announced in the ring).
+  /// Outside handlers the received messages also run (so memory stays bounded); inside a handler, or while post_each
+  /// holds a buffer, they are only queued, never run from a send path. The wait backs off like every wait in shoal
+  /// (layer::backoff): with more ranks than cores, a sender spinning here would hold the core the receiver needs to
+  /// take its buffers.
   /// A handler run here may wait for a reply to what it wrote into `dest`'s buffer, the one waiting to be sent: a
   /// flush it makes (in its wait) must send that buffer, so the buffer is listed for flushes meanwhile (flush()
   /// unlisted it before calling send).
-  void make_room(int dest) {
-    if (sends_.size() >= max_sends_) sends_.test();  // below the cap, poll() completes sends
-    if (sends_.size() >= max_sends_) {
-      outbox& o = out_[static_cast<std::size_t>(dest)];
-      if (!o.listed) {
-        o.listed = true;
-        dirty_.push_back(dest);
-      }
+  void make_room(int dest, outbox& o) {
+    if (can_leave(dest, o)) return;
+    sends_.test();  // below the cap, poll() completes sends
+    if (can_leave(dest, o)) return;
+    if (!o.listed) {
+      o.listed = true;
+      dirty_.push_back(dest);
     }
     shoal::layer::backoff pause;
-    while (sends_.size() >= max_sends_) {
+    while (o.cur != o.begin && !can_leave(dest, o)) {
       const bool got = receive_one();
       if (!rxq_.empty() && depth_ == 0 && held_ < 0) run_queue();  // also what take_arrivals queued earlier
       const std::size_t before = sends_.size();
       sends_.test();
       pause(got || sends_.size() < before);
     }
+  }
+  /// True when `dest`'s buffer `o` can be sent now (see make_room).
+  bool can_leave(int dest, const outbox& o) {
+    const auto bytes = static_cast<std::size_t>(o.cur - o.begin);
+    if (!rings_.reaches(dest)) return sends_.size() < max_sends_;
+    if (rings_.carries(bytes)) return rings_.has_room(dest, bytes);
+    return sends_.size() < max_sends_ && rings_.has_room(dest, announcement_bytes);
+  }
+
+  /// The next buffer that arrived, from a ring or from the MPI stream; the two are asked first in turn when both are
+  /// used, so a stream on one never hides the other.
+  std::optional<rx_buffer> next_arrival() {
+    if (!rings_.has_remote()) return rings_.next(pool_, comm_.get());
+    mpi_first_ = !mpi_first_;
+    if (mpi_first_) {
+      if (std::optional<rx_buffer> b = receives_.next()) return b;
+      return rings_.next(pool_, comm_.get());
+    }
+    if (std::optional<rx_buffer> b = rings_.next(pool_, comm_.get())) return b;
+    return receives_.next();
+  }
+
+  [[noreturn]] void throw_ring_full(int dest) const {
+    throw error("shoal::am: the shared-memory ring to rank " + std::to_string(dest) +
+                " had no room after the wait for it (internal error)");
   }
 
   /// Where the fault mode releases held buffers to: the receive queue.
@@ -469,7 +523,7 @@ class engine {
   /// itself, docs/am.md session 34).
   bool receive_one() {
     const bool released = faults_ && (faults_->step(), faults_->release(queue()));
-    std::optional<rx_buffer> got = receives_.next();
+    std::optional<rx_buffer> got = next_arrival();
     if (!got) return released;
     shoal::layer::note_arrival();
     if (faults_) faults_->hold(got->source, std::move(*got), queue());  // hold() takes a reference: source read first
@@ -550,6 +604,8 @@ class engine {
   block_pool pool_;
   send_queue sends_;
   receive_slots receives_;
+  node_rings rings_;  // buffers for the ranks of this host (freed before the communicator: declared after it)
+  bool mpi_first_ = false;  // next_arrival's turn
 
   std::vector<int> dirty_;
   std::deque<rx_buffer> rxq_;
@@ -558,6 +614,7 @@ class engine {
   int depth_ = 0;
   message_counts counts_;   // for quiescence (see sent())
   std::uint64_t buffers_sent_ = 0;
+  std::uint64_t buffers_within_host_ = 0;
   std::uint64_t taken_ahead_ = 0;
   std::uint64_t longest_ahead_ = 0;
   std::uint64_t replies_ = 0;  // rpc replies taken: a step that completed one returns to the waits

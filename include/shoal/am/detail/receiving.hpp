@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,27 @@ namespace shoal::am::detail {
 /// buffers larger than the receive slots, announced in the stream.
 inline constexpr int stream_tag = 0x5a4d;
 inline constexpr int large_tag = 0x5a4e;
+
+/// The announcement of a large buffer of `bytes` (wire.hpp), as the words that travel in the stream.
+using announcement = std::array<std::uint64_t, 2>;
+inline announcement announce(std::size_t bytes) { return {0, bytes}; }
+static_assert(sizeof(announcement) == announcement_bytes);
+
+/// The size of the large buffer that `bytes` at `p` announce, if they are an announcement (wire.hpp).
+inline std::optional<std::size_t> announced_size(const std::byte* p, std::size_t bytes) {
+  if (bytes != announcement_bytes) return std::nullopt;
+  std::uint64_t note[2];
+  std::memcpy(note, p, sizeof note);
+  if (note[0] != 0) return std::nullopt;
+  return static_cast<std::size_t>(note[1]);
+}
+
+/// Receives the large buffer of `bytes` that `source` announced (its send was started before the announcement).
+inline block receive_large(MPI_Comm comm, int source, std::size_t bytes) {
+  block b = new_block(bytes);
+  SHOAL_MPI(MPI_Recv(b.data.get(), static_cast<int>(bytes), MPI_BYTE, source, large_tag, comm, MPI_STATUS_IGNORE));
+  return b;
+}
 
 class receive_slots {
  public:
@@ -61,13 +83,10 @@ class receive_slots {
     ++unposted_;
     head_ = head_ + 1 == posted ? 0 : head_ + 1;
     auto bytes = static_cast<std::size_t>(count);
-    std::uint64_t note[2];
-    if (bytes == announcement_bytes && (std::memcpy(note, b.data.get(), sizeof note), note[0] == 0)) {
+    if (const std::optional<std::size_t> large = announced_size(b.data.get(), bytes)) {
       pool_.recycle(std::move(b));  // the announcement of a large buffer: take it now, in its place in the stream
-      bytes = static_cast<std::size_t>(note[1]);
-      b = new_block(bytes);
-      SHOAL_MPI(MPI_Recv(b.data.get(), static_cast<int>(bytes), MPI_BYTE, status.MPI_SOURCE, large_tag, comm_,
-                         MPI_STATUS_IGNORE));
+      b = receive_large(comm_, status.MPI_SOURCE, *large);
+      bytes = *large;
     }
     const std::byte* begin = b.data.get();
     return rx_buffer{std::move(b), begin, begin + bytes, status.MPI_SOURCE};
@@ -100,8 +119,8 @@ class receive_slots {
 inline void send_large(send_queue& sends, MPI_Comm comm, int dest, block b, std::size_t bytes) {
   sends.isend(comm, dest, large_tag, std::move(b), bytes);
   block note = new_block(announcement_bytes);
-  const std::uint64_t words[2] = {0, bytes};
-  std::memcpy(note.data.get(), words, sizeof words);
+  const announcement words = announce(bytes);
+  std::memcpy(note.data.get(), words.data(), sizeof words);
   sends.isend(comm, dest, stream_tag, std::move(note), announcement_bytes);
 }
 
