@@ -2,10 +2,11 @@
 // cap on outstanding sends, the receive queue, the handler loop, and the glue to quiescence and the fault mode.
 //
 // Its parts, one job each: wire.hpp (the wire format and the buffers that carry it), sending.hpp (the block pool and
-// the outstanding MPI sends), receiving.hpp (receives posted ahead, large buffers), quiescence.hpp (message counts and
-// Mattern's waves), rpc_slots.hpp (rpc futures waiting for replies). Buffers travel as MPI messages with one tag on a
-// communicator of their own; a destination's first buffer after a flush holds eager_buffer_size, and once a stream
-// fills one the next are full size (docs/am.md, "Buffer sizes" and "Receiving").
+// the outstanding MPI sends), receiving.hpp (receives posted ahead, large buffers), node_rings.hpp (shared-memory rings
+// to the ranks of this host), quiescence.hpp (message counts and Mattern's waves), rpc_slots.hpp (rpc futures waiting
+// for replies). Buffers for ranks of this host go through their rings; the others travel as MPI messages with one tag
+// on a communicator of their own; a destination's first buffer after a flush holds eager_buffer_size, and once a
+// stream fills one the next are full size (docs/am.md, "Buffer sizes", "Receiving" and "Buffers within a host").
 // Test-only fault mode (SHOAL_FAULTS, shoal::layer::fault_scheduler): received buffers are held back and released in a
 // seeded random order across senders, in order from each sender.
 #pragma once
