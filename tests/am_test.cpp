@@ -538,7 +538,9 @@ TEST(Am, BuffersToRanksOfThisHostTravelThroughSharedMemory) {
   start_order_check();
   const shoal::team& host = shoal::node_team();
   std::vector<bool> same_host(static_cast<std::size_t>(np()), false);
-  for (int i = 0; i < host.size(); ++i) same_host[static_cast<std::size_t>(host.to_world(i))] = host.to_world(i) != me();
+  for (int i = 0; i < host.size(); ++i) {
+    same_host[static_cast<std::size_t>(host.to_world(i))] = host.to_world(i) != me();
+  }
   const std::size_t ring = shoal::am::host_ring_bytes();
   if (host.size() == 1) {
     EXPECT_EQ(ring, 0u);

@@ -19,7 +19,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -75,8 +74,9 @@ class node_rings {
     SHOAL_MPI(MPI_Info_create(&info));
     SHOAL_MPI(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
     std::byte* base = nullptr;
-    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(peers * stride), alignof(ring_header), info, node_,
-                                           &base, &win_);
+    // One cache line more than the rings: MPI need not align a segment to one (a page's offset is the same in every
+    // process that maps it, so each aligns its view of a segment the same way).
+    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(peers * stride + line), 1, info, node_, &base, &win_);
     SHOAL_MPI_CLEANUP(MPI_Info_free(&info));
     if (rc != MPI_SUCCESS) {
       shoal::detail::mpi_check(rc, ("shoal::am: allocating " + std::to_string(peers) + " shared-memory rings of " +
@@ -86,6 +86,7 @@ class node_rings {
                                        .c_str());
     }
     SHOAL_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));
+    base = line_aligned(base);
     for (std::size_t k = 0; k < peers; ++k) {  // this rank's inbound rings start empty
       auto* h = reinterpret_cast<ring_header*>(base + k * stride);
       std::atomic_ref<std::uint64_t>(h->tail).store(0, std::memory_order_relaxed);
@@ -109,7 +110,7 @@ class node_rings {
       // in mine.
       const std::size_t mine_there = static_cast<std::size_t>(node_rank_ < k ? node_rank_ : node_rank_ - 1);
       const std::size_t its_here = static_cast<std::size_t>(k < node_rank_ ? k : k - 1);
-      out_.push_back(writer{ring_at(static_cast<std::byte*>(seg) + mine_there * stride), 0, 0});
+      out_.push_back(writer{ring_at(line_aligned(static_cast<std::byte*>(seg)) + mine_there * stride), 0, 0});
       in_.push_back(reader{ring_at(base + its_here * stride), 0, 0, peer});
     }
     remote_ = std::count(index_.begin(), index_.end(), -1) > 1;  // someone besides this rank is on another host
@@ -196,11 +197,13 @@ class node_rings {
   }
 
  private:
+  static constexpr std::size_t line = 64;  // bytes of a cache line
+
   /// Written by the sender (tail: bytes ever written, wrap words included) and by the receiver (head: bytes ever
   /// consumed), each on a cache line of its own.
   struct ring_header {
-    alignas(64) std::uint64_t tail;
-    alignas(64) std::uint64_t head;
+    alignas(line) std::uint64_t tail;
+    alignas(line) std::uint64_t head;
   };
   struct ring_view {
     ring_header* header;
@@ -219,6 +222,11 @@ class node_rings {
   };
 
   static constexpr std::uint64_t wrap_word = ~std::uint64_t{0};
+
+  static std::byte* line_aligned(std::byte* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    return p + ((line - a % line) % line);
+  }
 
   writer& writer_of(int dest) { return out_[static_cast<std::size_t>(index_[static_cast<std::size_t>(dest)])]; }
 
