@@ -65,7 +65,8 @@ class node_rings {
     SHOAL_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node_));
     int node_size = 1;
     SHOAL_MPI(MPI_Comm_size(node_, &node_size));
-    SHOAL_MPI(MPI_Comm_rank(node_, &node_rank_));
+    int node_rank = 0;
+    SHOAL_MPI(MPI_Comm_rank(node_, &node_rank));
     if (node_size == 1) return;  // alone on this host: every buffer travels by MPI
     capacity_ = ring;
     const std::size_t stride = sizeof(ring_header) + capacity_;
@@ -99,7 +100,7 @@ class node_rings {
     std::vector<int> ranks(static_cast<std::size_t>(node_size));
     SHOAL_MPI(MPI_Allgather(&me, 1, MPI_INT, ranks.data(), 1, MPI_INT, node_));
     for (int k = 0; k < node_size; ++k) {
-      if (k == node_rank_) continue;
+      if (k == node_rank) continue;
       MPI_Aint bytes = 0;
       int unit = 0;
       void* seg = nullptr;
@@ -108,8 +109,8 @@ class node_rings {
       index_[static_cast<std::size_t>(peer)] = static_cast<int>(out_.size());
       // My ring in peer k's segment (its rings are ordered by the senders' host ranks, its own left out), and its ring
       // in mine.
-      const std::size_t mine_there = static_cast<std::size_t>(node_rank_ < k ? node_rank_ : node_rank_ - 1);
-      const std::size_t its_here = static_cast<std::size_t>(k < node_rank_ ? k : k - 1);
+      const std::size_t mine_there = static_cast<std::size_t>(node_rank < k ? node_rank : node_rank - 1);
+      const std::size_t its_here = static_cast<std::size_t>(k < node_rank ? k : k - 1);
       out_.push_back(writer{ring_at(line_aligned(static_cast<std::byte*>(seg)) + mine_there * stride), 0, 0});
       in_.push_back(reader{ring_at(base + its_here * stride), 0, 0, peer});
     }
@@ -261,7 +262,6 @@ class node_rings {
   std::size_t slot_bytes_;
   std::size_t capacity_ = 0;
   MPI_Comm node_ = MPI_COMM_NULL;
-  int node_rank_ = 0;
   MPI_Win win_ = MPI_WIN_NULL;
   std::vector<int> index_;  // per rank of the communicator: its place in out_ (-1: another host, or this rank)
   std::vector<writer> out_;
