@@ -59,7 +59,7 @@ class spin_waiter {
       return;
     }
     if (spins_ <= spins_before_sleep) ++spins_;  // stops counting there: a wait may last any number of polls
-    if (spins_ <= spins_before_yield) return;
+    if (spins_ <= (sleeps_ ? spins_before_yield : spins_before_sleep)) return;
     if (spins_ > spins_before_sleep && sleeps_) {
       std::this_thread::sleep_for(sleep_step);
     } else {

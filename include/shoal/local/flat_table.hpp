@@ -77,7 +77,20 @@ class flat_table {
   }
 
  private:
-  absl::flat_hash_map<K, V, Hash, Eq> map_;
+  /// Hash, with a mark no compiler may drop. GCC 12 finds a function whose only effects are prefetch instructions
+  /// "pure" and deletes a call to it whose result is unused, so whenever its inliner left absl's prefetch out of line
+  /// (an unrelated change elsewhere can decide that) dist_map's owner loops lost every prefetch (measured: 42 against
+  /// 55 Mops/s, docs/containers/dist_map.md, session 48). An empty volatile asm in the hash — no instruction — is an
+  /// effect: absl's prefetch, which hashes the key, is no longer pure, and its calls stay. (A hasher marked only for
+  /// prefetch's key, through a transparent key type, changed absl's inlining of every insert: 20 against 27 Mops/s.)
+  struct hasher : Hash {
+    std::size_t operator()(const K& key) const {
+      std::size_t h = Hash::operator()(key);
+      asm volatile("" : "+r"(h));
+      return h;
+    }
+  };
+  absl::flat_hash_map<K, V, hasher, Eq> map_;
 };
 
 /// The open-addressing family, for dist_map<K, V, shoal::local::flat> (the default).

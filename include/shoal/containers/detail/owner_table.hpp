@@ -186,7 +186,11 @@ class owner_table {
   void post(int owner, Args&&... args) {
     before_issue();
     if constexpr (byte_postable<K, parameter_t<Args>...>) {  // held in the owner's column (held_posts.hpp)
-      held_posts_of<Op, parameter_t<Args>...>(owner).add(args...);
+      held_columns& h = held_[static_cast<std::size_t>(owner)];
+      if (h.cursor.tag != &held_posts_tag<Op, parameter_t<Args>...>) [[unlikely]] {
+        adopt_held<Op, parameter_t<Args>...>(owner);
+      }
+      hold_post(h.cursor, *h.current, args...);
     } else {
       if constexpr (holdable_posts<shard_type, K, parameter_t<Args>...>) {
         if (owner == me_) {  // held a few posts, key prefetched (own_posts.hpp)
@@ -647,35 +651,26 @@ class owner_table {
     return static_cast<holder&>(*own_posts_);
   }
 
-  /// The column of posts of Op for `owner`, made that owner's unsent group (a group of another kind leaves first,
-  /// issue order). Columns are kept per owner and operation type, made at an owner's first post of that type.
+  /// Makes the column of posts of Op for `owner` that owner's unsent group and opens it (a group of another kind
+  /// leaves first, issue order). Columns are kept per owner and operation type, made at an owner's first post of that
+  /// type; the posts then write through held_[owner].cursor until the column closes.
   template <class Op, class... Params>
-  held_posts<owner_table, Op, Params...>& held_posts_of(int owner) {
+  [[gnu::noinline]] void adopt_held(int owner) {
     using column = held_posts<owner_table, Op, Params...>;
-    const held_columns& h = held_[static_cast<std::size_t>(owner)];
-    if (h.tag == &held_posts_tag<Op, Params...> && unsent_[static_cast<std::size_t>(owner)] == h.current) [[likely]] {
-      return static_cast<column&>(*h.current);  // the stream
-    }
-    return adopt_held<Op, Params...>(owner);
-  }
-  template <class Op, class... Params>
-  [[gnu::noinline]] held_posts<owner_table, Op, Params...>& adopt_held(int owner) {
-    using column = held_posts<owner_table, Op, Params...>;
-    const void* tag = &held_posts_tag<Op, Params...>;
     held_columns& h = held_[static_cast<std::size_t>(owner)];
     unsent_group*& unsent = unsent_[static_cast<std::size_t>(owner)];
-    if (unsent != nullptr && (unsent != h.current || h.tag != tag)) unsent->send_unsent();
-    if (h.tag != tag) {
-      auto kind = std::find_if(h.kinds.begin(), h.kinds.end(), [&](const auto& k) { return k.first == tag; });
+    if (unsent != nullptr && (unsent != h.current || h.cursor.tag != column::tag)) unsent->send_unsent();
+    if (h.tag != column::tag) {
+      auto kind = std::find_if(h.kinds.begin(), h.kinds.end(), [&](const auto& k) { return k.first == column::tag; });
       if (kind == h.kinds.end()) {
         const std::size_t records = held_column_records(column::record::bytes, team().size());
-        kind = h.kinds.emplace(h.kinds.end(), tag, std::make_unique<column>(*this, owner, records));
+        kind = h.kinds.emplace(h.kinds.end(), column::tag, std::make_unique<column>(*this, owner, h.cursor, records));
       }
       h.current = kind->second.get();
-      h.tag = tag;
+      h.tag = column::tag;
     }
     unsent = h.current;
-    return static_cast<column&>(*h.current);
+    static_cast<column&>(*h.current).open();
   }
 
   /// Sends `owner`'s group of operations not sent yet, if there is one.
@@ -1028,7 +1023,8 @@ class owner_table {
   std::vector<unsent_group*> unsent_;
   // Per owner: the columns of held posts (held_posts.hpp), one per operation type, and the one posts of `tag` fill.
   struct held_columns {
-    held_posts_base* current = nullptr;
+    held_cursor cursor;                 // where the open column is written (held_posts.hpp); a column refers to it
+    held_posts_base* current = nullptr;  // the column of operation type `tag` last made the unsent group
     const void* tag = nullptr;
     std::vector<std::pair<const void*, std::unique_ptr<held_posts_base>>> kinds;
   };

@@ -86,6 +86,16 @@ inline std::size_t held_column_records(std::size_t record_bytes, int ranks) {
   return std::max<std::size_t>(1, bytes / record_bytes);
 }
 
+/// Where the next post to one owner is written: owner_table keeps one per owner, and a post's whole fast path is a
+/// compare of `tag` and a record written at `cur`. It describes the owner's open column — the one that is that
+/// owner's unsent group — and only it: `tag` names the open column's operation type, nullptr while none is open (a
+/// column closes when it leaves or another group becomes the owner's unsent one, whose arrival sends it first).
+struct held_cursor {
+  std::byte* cur = nullptr;
+  std::byte* end = nullptr;
+  const void* tag = nullptr;
+};
+
 /// What owner_table keeps of a column whatever its operation type.
 struct held_posts_base : unsent_group {
   virtual ~held_posts_base() = default;
@@ -95,55 +105,69 @@ struct held_posts_base : unsent_group {
 template <class Op, class... Args>
 inline constexpr char held_posts_tag = 0;
 
-/// The column of posts of Op (arguments Args...) for one owner of `Table`, which sends or runs a full column through
-/// its leave_held<Op, Args...>(owner, records, n) and forgets it as that owner's unsent group (forget_unsent).
+/// Appends one post's record at the owner's open column of Op (`cursor.tag` must be its tag); a column that fills up
+/// leaves at once (`column`: the open column, which sends it).
+template <class... Args>
+inline void hold_post(held_cursor& cursor, held_posts_base& column, const Args&... args) {
+  using record = post_record<Args...>;
+  // The cursor moves before the record is written: the record's bytes may alias anything, so a cursor read after
+  // them would wait for their store.
+  std::byte* const at = cursor.cur;
+  cursor.cur = at + record::bytes;
+  const bool full = cursor.cur == cursor.end;
+  record::write(at, args...);
+  if (full) [[unlikely]] column.send_unsent();
+}
+
+/// The column of posts of Op (arguments Args...) for one owner of `Table`, written through that owner's held_cursor
+/// while it is open; it sends or runs a full column through the table's leave_held<Op, Args...>(owner, records, n)
+/// and forgets it as that owner's unsent group (forget_unsent).
 template <class Table, class Op, class... Args>
 class held_posts final : public held_posts_base {
  public:
   using record = post_record<Args...>;
+  static constexpr const void* tag = &held_posts_tag<Op, Args...>;
 
-  held_posts(Table& table, int owner, std::size_t records)
-      : table_(table), owner_(owner), bytes_(records * record::bytes), column_(new std::byte[bytes_]),
-        cur_(column_.get()), end_(cur_ + bytes_) {}
+  held_posts(Table& table, int owner, held_cursor& cursor, std::size_t records)
+      : table_(table), owner_(owner), cursor_(cursor), bytes_(records * record::bytes),
+        column_(new std::byte[bytes_]) {}
   held_posts(const held_posts&) = delete;
   held_posts& operator=(const held_posts&) = delete;
   ~held_posts() override = default;
 
-  void add(const Args&... args) {
-    // The cursor moves before the record is written: the record's bytes may alias anything, so a cursor read after
-    // them would wait for their store.
-    std::byte* const at = cur_;
-    cur_ = at + record::bytes;
-    const bool full = cur_ == end_;
-    record::write(at, args...);
-    if (full) [[unlikely]] send_unsent();
+  /// This column becomes its owner's open one (owner_table made it the owner's unsent group). A column already open
+  /// (opened again by a post made while a send ran handlers) stays as it is.
+  void open() {
+    if (cursor_.tag == tag) return;
+    cursor_ = {column_.get(), column_.get() + bytes_, tag};
   }
 
-  /// Sends (or runs) the held posts, in order. The column is swapped for a spare first: a post made while they run
-  /// or travel (a handler run meanwhile) starts the next column instead of changing this one.
+  /// Sends (or runs) the held posts, in order, and closes the column. The column is swapped for a spare first: a post
+  /// made while they run or travel (a handler run meanwhile) opens it again on the spare instead of changing these.
   void send_unsent(bool = false) override {
     table_.forget_unsent(owner_, this);
-    if (cur_ == column_.get()) return;
-    const auto n = static_cast<std::uint32_t>(static_cast<std::size_t>(cur_ - column_.get()) / record::bytes);
+    if (cursor_.tag != tag) return;  // not open: holds nothing
+    const auto n = static_cast<std::uint32_t>(static_cast<std::size_t>(cursor_.cur - column_.get()) / record::bytes);
+    cursor_ = {};
+    if (n == 0) return;
     std::unique_ptr<std::byte[]> full = std::exchange(column_, spare_ ? std::move(spare_) : fresh());
-    cur_ = column_.get();
-    end_ = cur_ + bytes_;
     table_.template leave_held<Op, Args...>(owner_, full.get(), n);
     if (!spare_) spare_ = std::move(full);
   }
   /// The environment ended first: nothing can leave any more.
-  void drop_unsent(std::exception_ptr) override { cur_ = column_.get(); }
+  void drop_unsent(std::exception_ptr) override {
+    if (cursor_.tag == tag) cursor_ = {};
+  }
 
  private:
   std::unique_ptr<std::byte[]> fresh() const { return std::unique_ptr<std::byte[]>(new std::byte[bytes_]); }
 
   Table& table_;
   int owner_;
+  held_cursor& cursor_;
   std::size_t bytes_;
   std::unique_ptr<std::byte[]> column_;
   std::unique_ptr<std::byte[]> spare_;
-  std::byte* cur_;
-  std::byte* end_;
 };
 
 }  // namespace shoal::detail
