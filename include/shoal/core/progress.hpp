@@ -7,8 +7,9 @@
 //   progress()        any rank, any time   runs every progress hook once (delivers active messages, serves
 //                                          requests from other hosts)
 //   wait_until(done)  any rank, any time   calls done() until it returns true, making progress and backing off
-//                                          between calls (yield after 64 empty polls; after 4,096, 20 us sleeps
-//                                          when this machine runs more ranks than it has CPUs for, else yields)
+//                                          between calls (when this machine runs more ranks than it has CPUs for:
+//                                          yield after 64 empty polls, 20 us sleeps after 4,096; else spin, and
+//                                          yield after 4,096)
 #pragma once
 
 #include <chrono>
@@ -34,14 +35,18 @@ namespace shoal::detail {
 /// so a rank that shares its core with the rank it waits for (more ranks than cores) lets that rank run instead of
 /// burning its time slice: after `spins_before_yield` empty polls it yields; after `spins_before_sleep` it sleeps
 /// `sleep_step` per poll (a yield alone does not let a busy peer run under Linux's scheduler; a wait that has already
-/// lasted that long pays at most one step more). It sleeps only when the environment decided that waits may
-/// (detail/wait_sleep.hpp: this machine runs more of the job's ranks than the CPUs they may run on); otherwise it
-/// keeps yielding, since a sleep would only hand the CPU to other processes and wake late. A poll that received something (progress_arrivals moved)
-/// starts the count again: a rank that serves a stream of requests while it waits (rpc) stays hot between them.
+/// lasted that long pays at most one step more). That is when the environment decided that waits may sleep
+/// (detail/wait_sleep.hpp: this machine runs more of the job's ranks than the CPUs they may run on). Otherwise no
+/// rank of the job needs this CPU: the wait spins for `spins_before_sleep` polls and only then yields per poll (a
+/// sleep would only hand the CPU to other processes and wake late; a yield is a system call, about 0.6 us on the
+/// machine of docs/am.md's session 48, which a waiter that yielded adds to the answer it waits for — the K-V
+/// replay's server and client each yielded between blocks). A poll that received something (progress_arrivals
+/// moved) starts the count again: a rank that serves a stream of requests while it waits (rpc) stays hot between
+/// them.
 /// Construct one per wait; call it once per unsuccessful poll.
 class spin_waiter {
  public:
-  static constexpr int spins_before_yield = 64;
+  static constexpr int spins_before_yield = 64;  // when waits may sleep; else spins_before_sleep
   static constexpr int spins_before_sleep = 4096;
   static constexpr std::chrono::microseconds sleep_step{20};
   void operator()() {
@@ -101,10 +106,10 @@ inline void wait_request(MPI_Request& req) {
 namespace shoal {
 
 /// Waits until `done()` returns true. Calls it at once; while it returns false, makes progress and backs off the way
-/// every wait in shoal does: after 64 calls in a row during which nothing arrived from another rank it yields the
-/// CPU; after 4,096 it sleeps 20 us per call when this machine runs more ranks than it has CPUs for (so a rank that
-/// shares its core with the rank it waits for lets that rank run), else it keeps yielding; a call during which
-/// something arrived starts the count again. `done` runs on the calling thread and
+/// every wait in shoal does. When this machine runs more ranks than it has CPUs for: after 64 calls in a row during
+/// which nothing arrived from another rank it yields the CPU, after 4,096 it sleeps 20 us per call (so a rank that
+/// shares its core with the rank it waits for lets that rank run). Otherwise it spins, and yields per call after
+/// 4,096. A call during which something arrived starts the count again. `done` runs on the calling thread and
 /// may itself communicate (a remote atomic, a get). Any rank, any time; inside an active-message handler the
 /// progress runs further handlers (docs/core.md, "How shoal waits").
 template <class Done>
