@@ -812,6 +812,50 @@ TEST(dist_map, posts_held_per_owner_leave_in_issue_order) {
 // operations, interleaved with other operations to the same owners, see the issue order per owner; more futures than
 // a chunk holds, of several types alternating; waiting on the last future completes the earlier ones; the multimap
 // too.
+// The map posted to from inside the updates of the test below (an owner function names no map: it reaches it here).
+shoal::dist_map<u64, u64>* g_reentered = nullptr;
+
+// A group that leaves may run code that posts to the same owner: a column of this rank's own updates runs here when
+// it leaves, and the update's function posts two more operations of other types to this rank. The group that made
+// it leave (a post of a third type, an async find) must not take the owner's place before those posts have left too:
+// left behind unsent, they would be lost at wait(). Each post below is issued while another type's group is open, so
+// every one makes the group before it leave.
+TEST(dist_map, posts_made_while_a_group_leaves_are_not_left_behind) {
+  const int me = shoal::rank(), np = shoal::size();
+  shoal::dist_map_options options;
+  options.placement = shoal::key_placement::cyclic;  // key k goes to rank k mod np
+  shoal::dist_map<u64, u64> m(options);
+  g_reentered = &m;
+  const auto own = [&](u64 j) { return static_cast<u64>(me) + static_cast<u64>(np) * j; };
+  for (u64 j = 0; j < 8; ++j) m.post_insert(own(j), j);
+  m.wait();
+  // Key own(j)'s update erases own(j + 1) and assigns 7 to own(j + 100), from inside the owner's loop.
+  for (u64 j = 0; j < 8; j += 2) {
+    m.post_update(own(j), [](u64& v, u64 key, u64 step) {
+      v += 10;
+      g_reentered->post_erase(key + step);
+      g_reentered->post_insert_or_assign(key + 100 * step, 7);
+    }, own(j), static_cast<u64>(np));
+    if (j % 4 == 0) {
+      m.post_insert(own(200 + j), j);  // the update column leaves: its function posts; then the insert column opens
+    } else {
+      auto f = m.async_find(own(200));  // the same with a group of futures taking the owner's place
+      EXPECT_EQ(f.get(), std::optional<u64>(0));
+    }
+  }
+  m.wait();
+  m.flush();
+  for (u64 j = 0; j < 8; j += 2) {
+    EXPECT_EQ(m.find(own(j)), std::optional<u64>(j + 10)) << "update of own(" << j << ")";
+    EXPECT_EQ(m.find(own(j + 1)), std::nullopt) << "erase posted by the update of own(" << j << ")";
+    EXPECT_EQ(m.find(own(j + 100)), std::optional<u64>(7)) << "assign posted by the update of own(" << j << ")";
+    if (j % 4 == 0) { EXPECT_EQ(m.find(own(200 + j)), std::optional<u64>(j)); }
+  }
+  EXPECT_EQ(m.size(), static_cast<std::size_t>(np) * 10);
+  m.flush();
+  g_reentered = nullptr;
+}
+
 TEST(dist_map, keyed_futures_keep_issue_order_per_owner) {
   const int me = shoal::rank();
   const int np = shoal::size();

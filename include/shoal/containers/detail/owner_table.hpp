@@ -623,9 +623,7 @@ class owner_table {
     using chunk = group_chunk<owner_table, Op, R, Convert, std::decay_t<Args>...>;
     layer::state_ptr<layer::counted>& open = open_group(owner, &chunk::tag);
     unsent_group*& unsent = unsent_[static_cast<std::size_t>(owner)];
-    if (unsent != nullptr && (!open || unsent != static_cast<unsent_group*>(&static_cast<chunk&>(*open)))) {
-      unsent->send_unsent();
-    }
+    send_unsent_except(owner, [&](unsent_group* g) { return open && g == &static_cast<chunk&>(*open); });
     if (!open || static_cast<chunk&>(*open).full()) open = layer::make_state<chunk>(*this, owner);
     auto& c = static_cast<chunk&>(*open);
     future<R> f = c.add(std::forward<Args>(args)...);
@@ -642,7 +640,7 @@ class owner_table {
     const void* tag = &own_posts_tag<Op, Params...>;
     unsent_group*& unsent = unsent_[static_cast<std::size_t>(me_)];
     if (own_posts_type_ == tag && unsent == own_posts_.get()) return static_cast<holder&>(*own_posts_);  // the stream
-    if (unsent != nullptr && (unsent != own_posts_.get() || own_posts_type_ != tag)) unsent->send_unsent();
+    send_unsent_except(me_, [&](unsent_group* g) { return g == own_posts_.get() && own_posts_type_ == tag; });
     if (own_posts_type_ != tag) {
       own_posts_ = std::make_unique<holder>(*this);
       own_posts_type_ = tag;
@@ -659,7 +657,8 @@ class owner_table {
     using column = held_posts<owner_table, Op, Params...>;
     held_columns& h = held_[static_cast<std::size_t>(owner)];
     unsent_group*& unsent = unsent_[static_cast<std::size_t>(owner)];
-    if (unsent != nullptr && (unsent != h.current || h.cursor.tag != column::tag)) unsent->send_unsent();
+    send_unsent_except(owner, [&](unsent_group* g) { return g == h.current && h.cursor.tag == column::tag; });
+    if (h.cursor.tag == column::tag) return;  // opened by a handler's post meanwhile
     if (h.tag != column::tag) {
       auto kind = std::find_if(h.kinds.begin(), h.kinds.end(), [&](const auto& k) { return k.first == column::tag; });
       if (kind == h.kinds.end()) {
@@ -676,6 +675,15 @@ class owner_table {
   /// Sends `owner`'s group of operations not sent yet, if there is one.
   void send_unsent(int owner) {
     if (unsent_group* g = unsent_[static_cast<std::size_t>(owner)]) g->send_unsent();
+  }
+
+  /// Before another group becomes `owner`'s unsent one: sends the unsent group unless keep(group) (the one about to
+  /// be used), then any group that a handler run meanwhile (a send may wait for room, and run handlers) made that
+  /// owner's unsent one — so none is left behind, unsent, when the caller's group takes its place.
+  template <class Keep>
+  void send_unsent_except(int owner, Keep&& keep) {
+    unsent_group*& unsent = unsent_[static_cast<std::size_t>(owner)];
+    for (unsent_group* g = unsent; g != nullptr && !keep(g); g = unsent != g ? unsent : nullptr) g->send_unsent();
   }
 
   void before_issue() {
