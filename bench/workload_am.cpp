@@ -5,7 +5,6 @@
 //                  (a) plain MPI packing the same payloads by hand into buffers of the same size sent with MPI_Isend
 //                      (same cap on outstanding sends), the receiver (receives posted ahead) unpacking and adding;
 //                  (b) one MPI_Isend per payload (a window of outstanding sends, MPI_Iprobe + MPI_Recv per payload).
-//                  All forms and both baselines in turns, bench::rounds times, the fastest run of each counting.
 //   rpc latency  — rank 0 waits for rpc(1, f, x).get() in a loop while rank 1 serves from inside am::barrier, against
 //                  an MPI_Send/MPI_Recv ping-pong.
 // Needs at least 2 ranks.
@@ -14,7 +13,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <ranges>
 #include <vector>
 
@@ -152,47 +150,39 @@ void rate(context& ctx, MPI_Comm comm, std::size_t n) {
   const std::string label = std::to_string(Bytes) + " B";
   const double total = static_cast<double>(n) * np;
 
+  // shoal's forms, each timed until am::barrier has run every message.
+  auto shoal_time = [&](const std::string& form, auto&& send) {
+    ctx.progress("rate " + label + " shoal" + form);
+    return shoal::bench::median_timed(3, [&] {
+      send();
+      shoal::am::barrier();
+    });
+  };
   auto make = [](std::size_t i) {
     payload<Bytes> p;
     p.words[0] = i;
     return p;
   };
   const auto payloads = std::views::iota(std::size_t{0}, n) | std::views::transform(make);
-  // Every form and both baselines in turns, bench::rounds times (the order rotating each round), the fastest run of
-  // each counting — as every workload times an operation beside its baseline on a shared machine
-  // (bench::fastest_timed_pair). shoal's forms are timed until am::barrier has run every message.
-  const std::size_t n_single = std::max<std::size_t>(1, n / 8);
-  std::vector<std::function<void()>> forms = {
-      [&] {
-        for (std::size_t i = 0; i < n; ++i) shoal::post(dest, [](payload<Bytes> q) { g_sum += q.words[0]; }, make(i));
-        shoal::am::barrier();
-      },
-      [&] {
-        shoal::post_each(dest, [](payload<Bytes> q) { g_sum += q.words[0]; }, payloads);
-        shoal::am::barrier();
-      },
-      [&] { mpi_aggregated<Bytes>(comm, dest, n, shoal::am::buffer_size(), shoal::am::max_sends()); },
-      [&] { mpi_unaggregated<Bytes>(comm, dest, n_single); }};
-  if (Bytes == 8) {  // the function-pointer forms, at 8 bytes
-    forms.push_back([&] {
+  const double ts = shoal_time("", [&] {
+    for (std::size_t i = 0; i < n; ++i) shoal::post(dest, [](payload<Bytes> q) { g_sum += q.words[0]; }, make(i));
+  });
+  const double te =
+      shoal_time(", post_each", [&] { shoal::post_each(dest, [](payload<Bytes> q) { g_sum += q.words[0]; }, payloads); });
+  double tf = 0, tef = 0;  // the function-pointer forms, at 8 bytes
+  if (Bytes == 8) {
+    tf = shoal_time(", function pointer", [&] {
       for (std::size_t i = 0; i < n; ++i) shoal::post(dest, &consume<Bytes>, make(i));
-      shoal::am::barrier();
     });
-    forms.push_back([&] {
-      shoal::post_each(dest, &consume<Bytes>, payloads);
-      shoal::am::barrier();
-    });
+    tef = shoal_time(", post_each with a function pointer", [&] { shoal::post_each(dest, &consume<Bytes>, payloads); });
   }
-  ctx.progress("rate " + label + ": shoal's forms and MPI, in turns");
-  std::vector<double> best(forms.size(), shoal::bench::never);
-  for (int round = 0; round < shoal::bench::rounds; ++round) {
-    for (std::size_t k = 0; k < forms.size(); ++k) {
-      const std::size_t f = (k + static_cast<std::size_t>(round)) % forms.size();
-      best[f] = std::min(best[f], shoal::bench::timed(forms[f]));
-    }
-  }
-  const double ts = best[0], te = best[1], ta = best[2], tu = best[3];
-  const double tf = Bytes == 8 ? best[4] : 0, tef = Bytes == 8 ? best[5] : 0;
+  ctx.progress("rate " + label + " MPI aggregated");
+  const double ta = shoal::bench::median_timed(3, [&] {
+    mpi_aggregated<Bytes>(comm, dest, n, shoal::am::buffer_size(), shoal::am::max_sends());
+  });
+  const std::size_t n_single = std::max<std::size_t>(1, n / 8);
+  ctx.progress("rate " + label + " MPI per payload");
+  const double tu = shoal::bench::median_timed(3, [&] { mpi_unaggregated<Bytes>(comm, dest, n_single); });
 
   const double shoal_rate = total / ts / 1e6;
   ctx.report({.operation = "post rate", .variant = label, .value = shoal_rate, .unit = "Mmsg/s",
