@@ -808,10 +808,6 @@ TEST(dist_map, posts_held_per_owner_leave_in_issue_order) {
   counted.flush();
 }
 
-// Futures of single operations live in chunks (owner_table/replies.hpp): many outstanding futures of mixed
-// operations, interleaved with other operations to the same owners, see the issue order per owner; more futures than
-// a chunk holds, of several types alternating; waiting on the last future completes the earlier ones; the multimap
-// too.
 // The map posted to from inside the updates of the test below (an owner function names no map: it reaches it here).
 shoal::dist_map<u64, u64>* g_reentered = nullptr;
 
@@ -856,6 +852,10 @@ TEST(dist_map, posts_made_while_a_group_leaves_are_not_left_behind) {
   g_reentered = nullptr;
 }
 
+// Futures of single operations live in chunks (owner_table/replies.hpp): many outstanding futures of mixed
+// operations, interleaved with other operations to the same owners, see the issue order per owner; more futures than
+// a chunk holds, of several types alternating; waiting on the last future completes the earlier ones; the multimap
+// too.
 TEST(dist_map, keyed_futures_keep_issue_order_per_owner) {
   const int me = shoal::rank();
   const int np = shoal::size();

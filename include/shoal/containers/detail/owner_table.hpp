@@ -1029,10 +1029,11 @@ class owner_table {
   };
   std::vector<owner_groups> open_groups_;
   std::vector<unsent_group*> unsent_;
-  // Per owner: the columns of held posts (held_posts.hpp), one per operation type, and the one posts of `tag` fill.
+  // Per owner: the columns of held posts (held_posts.hpp), one per operation type, the cursor of the open one, and
+  // the column last opened (`current`, of operation type `tag`).
   struct held_columns {
-    held_cursor cursor;                 // where the open column is written (held_posts.hpp); a column refers to it
-    held_posts_base* current = nullptr;  // the column of operation type `tag` last made the unsent group
+    held_cursor cursor;  // a column refers to it: held_ never grows
+    held_posts_base* current = nullptr;
     const void* tag = nullptr;
     std::vector<std::pair<const void*, std::unique_ptr<held_posts_base>>> kinds;
   };
